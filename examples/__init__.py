@@ -1,0 +1,1 @@
+"""The reference developer app; today, the dev demo origin."""

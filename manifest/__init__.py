@@ -1,0 +1,1 @@
+"""Runtime manifest and origin rules (shared with the webhook URL policy)."""

@@ -1,0 +1,1 @@
+"""The data model and the payment API."""

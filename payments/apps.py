@@ -1,0 +1,61 @@
+"""Creating and changing apps: the rules of spec 2.2 in one place."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from payments.errors import ApiError
+from payments.models import App, AppType, PayToStatus
+from payments.slugs import check_slug, slugify
+
+_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
+def check_pay_to(address: str) -> str:
+    if not _ADDRESS_RE.match(address):
+        raise ApiError("invalid_pay_to", 422, f"pay_to '{address}' is not a Base USDC address "
+                       "(0x followed by 40 hex digits).")
+    return address
+
+
+def create_app_record(
+    session: Session,
+    *,
+    name: str,
+    slug: str | None = None,
+    app_type: AppType = AppType.GAME,
+    headline: str = "",
+    pay_to: str | None = None,
+    tags: Iterable[str] = (),
+) -> App:
+    """Create an app; the slug comes from the name unless given, and is never reserved."""
+    name = name.strip()
+    if not name or len(name) > 120:
+        raise ApiError("invalid_name", 422, "An app name is required (1-120 characters).")
+    chosen = check_slug(slug if slug is not None else slugify(name))
+    if session.scalar(select(App.id).where(App.slug == chosen)) is not None:
+        raise ApiError("slug_taken", 409, f"The slug '{chosen}' is already taken.", slug=chosen)
+    app = App(name=name, slug=chosen, type=app_type, headline=headline,
+              tags=[t.strip() for t in tags if t.strip()])
+    if pay_to is not None:
+        set_pay_to(app, pay_to)
+    session.add(app)
+    try:
+        session.flush()
+    except IntegrityError:  # a concurrent create won the race for the slug
+        raise ApiError("slug_taken", 409, f"The slug '{chosen}' is already taken.",
+                       slug=chosen) from None
+    return app
+
+
+def set_pay_to(app: App, address: str) -> None:
+    """Binding or changing ``pay_to`` (re)starts the review: status becomes ``testing``."""
+    address = check_pay_to(address)
+    if address != app.pay_to:
+        app.pay_to = address
+        app.pay_to_status = PayToStatus.TESTING

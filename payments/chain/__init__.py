@@ -1,0 +1,1 @@
+"""On-chain settlement: the compiled contracts and their loader."""

@@ -1,0 +1,155 @@
+"""The data model (SQLAlchemy 2). Enums are stored by value as constrained strings."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, DateTime, Enum, ForeignKey, String, Text
+from sqlalchemy import UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from payments.db import Base
+from payments.ids import IdPrefix, new_id
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class AppType(StrEnum):
+    GAME = "Game"
+    APPLICATION = "Application"
+
+
+class AppStatus(StrEnum):
+    ACTIVE = "active"
+    SUSPENDED = "suspended"
+
+
+class PayToStatus(StrEnum):
+    UNBOUND = "unbound"
+    TESTING = "testing"
+    APPROVED = "approved"
+
+
+class ListingStatus(StrEnum):
+    UNLISTED = "unlisted"
+    PENDING_REVIEW = "pending_review"
+    LISTED = "listed"
+    REJECTED = "rejected"
+
+
+class AllowlistStatus(StrEnum):
+    UNKNOWN = "unknown"
+    ALLOWED = "allowed"
+    NOT_ALLOWED = "not_allowed"
+
+
+class RuntimeStatus(StrEnum):
+    NOT_CONFIGURED = "not_configured"
+    PENDING_VERIFICATION = "pending_verification"
+    ACTIVE = "active"
+    DISABLED = "disabled"
+
+
+class DomainRequestStatus(StrEnum):
+    NOT_REQUESTED = "not_requested"
+    PENDING_MANUAL_DNS = "pending_manual_dns"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class RiskMode(StrEnum):
+    OPTIMISTIC = "optimistic"
+    SETTLED_FIRST = "settled_first"
+
+
+class Pricing(StrEnum):
+    FIXED = "fixed"
+    DYNAMIC_ORDER = "dynamic_order"
+
+
+class ProductStatus(StrEnum):
+    ACTIVE = "active"
+    DISABLED = "disabled"
+
+
+def _enum(cls: type[StrEnum]) -> Enum:
+    return Enum(cls, native_enum=False, create_constraint=True, length=32,
+                values_callable=lambda members: [m.value for m in members],
+                name=cls.__name__.lower())
+
+
+class App(Base):
+    __tablename__ = "apps"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True,
+                                    default=lambda: new_id(IdPrefix.APP))
+    name: Mapped[str] = mapped_column(String(120))
+    slug: Mapped[str] = mapped_column(String(63), unique=True)
+    type: Mapped[AppType] = mapped_column(_enum(AppType), default=AppType.GAME)
+    headline: Mapped[str] = mapped_column(String(200), default="")
+    entry_url: Mapped[str] = mapped_column(String(2048), default="")
+    environment: Mapped[str] = mapped_column(String(32), default="test")
+    pay_to: Mapped[str | None] = mapped_column(String(42), default=None)
+    pay_to_status: Mapped[PayToStatus] = mapped_column(_enum(PayToStatus),
+                                                       default=PayToStatus.UNBOUND)
+    portal_listing_status: Mapped[ListingStatus] = mapped_column(
+        _enum(ListingStatus), default=ListingStatus.UNLISTED)
+    status: Mapped[AppStatus] = mapped_column(_enum(AppStatus), default=AppStatus.ACTIVE)
+    recipient_allowlist_status: Mapped[AllowlistStatus] = mapped_column(
+        _enum(AllowlistStatus), default=AllowlistStatus.UNKNOWN)
+    distribution_targets: Mapped[list[str]] = mapped_column(JSON, default=list)
+    tags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    runtime_origin: Mapped[str | None] = mapped_column(String(2048), default=None)
+    runtime_status: Mapped[RuntimeStatus] = mapped_column(
+        _enum(RuntimeStatus), default=RuntimeStatus.NOT_CONFIGURED)
+    runtime_app_path: Mapped[str] = mapped_column(String(512), default="/")
+    runtime_entry_path: Mapped[str] = mapped_column(String(512), default="/")
+    runtime_domain_request_status: Mapped[DomainRequestStatus] = mapped_column(
+        _enum(DomainRequestStatus), default=DomainRequestStatus.NOT_REQUESTED)
+    # The last verification report (list of checks), shown on the setup page.
+    runtime_checks: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    kill_switch: Mapped[bool] = mapped_column(Boolean, default=False)
+    kill_switch_reason: Mapped[str] = mapped_column(String(500), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
+                                                 onupdate=utcnow)
+
+    products: Mapped[list[Product]] = relationship(back_populates="app")
+
+
+class Product(Base):
+    __tablename__ = "products"
+    __table_args__ = (
+        UniqueConstraint("app_id", "slug", name="uq_products_app_slug"),
+        UniqueConstraint("app_id", "sku", name="uq_products_app_sku"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True,
+                                    default=lambda: new_id(IdPrefix.PRODUCT))
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), index=True)
+    slug: Mapped[str] = mapped_column(String(63))
+    sku: Mapped[str] = mapped_column(String(120))
+    name: Mapped[str] = mapped_column(String(120))
+    price_atomic: Mapped[int] = mapped_column(BigInteger)
+    template: Mapped[str] = mapped_column(String(64), default="custom")
+    risk_mode: Mapped[RiskMode] = mapped_column(_enum(RiskMode), default=RiskMode.OPTIMISTIC)
+    trusted_charge_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    trusted_charge_proof_required: Mapped[bool] = mapped_column(Boolean, default=True)
+    trusted_charge_max_atomic: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    fulfillment_adapter: Mapped[str] = mapped_column(String(64), default="webhook")
+    fulfillment_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    pricing: Mapped[Pricing] = mapped_column(_enum(Pricing), default=Pricing.FIXED)
+    min_amount_atomic: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    max_amount_atomic: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    status: Mapped[ProductStatus] = mapped_column(_enum(ProductStatus),
+                                                  default=ProductStatus.ACTIVE)
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
+                                                 onupdate=utcnow)
+
+    app: Mapped[App] = relationship(back_populates="products")

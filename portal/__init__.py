@@ -1,0 +1,1 @@
+"""Portal pages (hosted entry, authorize, account) and their legacy redirects."""

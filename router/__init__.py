@@ -1,0 +1,1 @@
+"""Composition root: settings, host dispatch, the runtime proxy and the server CLI."""

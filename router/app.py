@@ -1,0 +1,161 @@
+"""``create_app(settings)``: the one place that wires the service together."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import redis.asyncio as aioredis
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from payments import migrate
+from payments.db import make_engine, make_sessionmaker
+from payments.errors import EXCEPTION_HANDLERS
+from payments.models import App
+from portal.routes import legacy_launch_routes, portal_routes
+from router.app_directory import AppDirectory
+from router.gating import RuntimeRoute
+from router.health import Status, healthz
+from router.hosts import HostKind, HostTable
+from router.invalidation import ChangeBus, LocalChangeBus, RedisChangeBus
+from router.pages import unknown_host_page
+from router.resources import Resources
+from router.runtime_host import RuntimeHost
+from router.settings import Settings
+from router.upstream import make_session
+
+log = logging.getLogger(__name__)
+
+
+def lookup_route(sessions: sessionmaker[Session], slug: str) -> RuntimeRoute | None:
+    with sessions() as session:
+        app = session.scalar(select(App).where(App.slug == slug))
+        return None if app is None else RuntimeRoute.from_app(app)
+
+
+class Service:
+    """The ASGI application: lifespan plus dispatch on the ``Host`` header.
+
+    Dispatch is a dictionary lookup rather than Starlette's ``Host`` routes so the
+    runtime proxy, the hot path, pays for no regex or middleware it does not use.
+    """
+
+    def __init__(self, settings: Settings, resources: Resources,
+                 hosts: dict[HostKind, ASGIApp], runtime: RuntimeHost) -> None:
+        self.settings = settings
+        self.resources = resources
+        self._table = HostTable(settings)
+        self._hosts = hosts
+        self._runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        host = None
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1")
+                break
+        target = self._table.classify(host)
+        if target.kind is HostKind.RUNTIME and target.slug is not None:
+            await self._runtime(scope, receive, send, target.slug)
+            return
+        app = self._hosts.get(target.kind)
+        if app is None:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await unknown_host_page()(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        message = await receive()
+        assert message["type"] == "lifespan.startup"
+        stack = contextlib.AsyncExitStack()
+        try:
+            await stack.enter_async_context(open_resources(self.settings, self.resources))
+        except Exception as exc:
+            log.exception("startup failed")
+            await send({"type": "lifespan.startup.failed", "message": str(exc)})
+            return
+        await send({"type": "lifespan.startup.complete"})
+        message = await receive()
+        assert message["type"] == "lifespan.shutdown"
+        await stack.aclose()
+        await send({"type": "lifespan.shutdown.complete"})
+
+
+@contextlib.asynccontextmanager
+async def open_resources(settings: Settings, resources: Resources) -> AsyncIterator[Resources]:
+    """Open the engine, Redis, the change bus, the app directory and the HTTP pool."""
+    engine = make_engine(settings.database_url)
+    try:
+        if settings.dev:
+            migrate.upgrade(engine)
+        elif migrate.current_revision(engine) != migrate.head_revision(engine):
+            raise RuntimeError("database schema is not at the latest migration; "
+                               "run `svc-ops migrate` first")
+        resources.engine = engine
+        resources.sessions = make_sessionmaker(engine)
+        bus: ChangeBus
+        if settings.redis_url:
+            resources.redis = aioredis.Redis.from_url(settings.redis_url)
+            bus = RedisChangeBus(resources.redis)
+            ttl = settings.app_cache_ttl_shared
+        else:
+            bus = LocalChangeBus()
+            ttl = settings.app_cache_ttl_local
+        sessions = resources.sessions
+        directory = AppDirectory(lambda slug: lookup_route(sessions, slug), ttl)
+        bus.subscribe(directory.invalidate)
+        resources.bus, resources.directory = bus, directory
+        await bus.start()
+        resources.http = make_session(settings)
+        yield resources
+    finally:
+        if resources.http is not None:
+            await resources.http.close()
+        if resources.bus is not None:
+            await resources.bus.stop()
+        if resources.redis is not None:
+            await resources.redis.aclose()
+        engine.dispose()
+        resources.http = resources.bus = resources.redis = resources.directory = None
+        resources.engine = resources.sessions = None
+
+
+def _api_host(settings: Settings, resources: Resources) -> Starlette:
+    return Starlette(routes=[
+        Route("/healthz", healthz, methods=["GET", "HEAD"]),
+        Route("/statusz", Status(settings, resources).endpoint, methods=["GET", "HEAD"]),
+    ], exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
+
+
+def _docs_host(settings: Settings) -> Starlette:
+    from payments.openapi import openapi_document
+
+    async def openapi(request: object) -> JSONResponse:
+        return JSONResponse(openapi_document(settings.base_url))
+
+    return Starlette(routes=[Route("/openapi.json", openapi, methods=["GET", "HEAD"])],
+                     exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
+
+
+def create_app(settings: Settings) -> Service:
+    resources = Resources()
+    hosts: dict[HostKind, ASGIApp] = {
+        HostKind.API: _api_host(settings, resources),
+        HostKind.PORTAL: Starlette(routes=portal_routes(resources.session_factory)),
+        HostKind.CONSOLE: Starlette(routes=[], exception_handlers=EXCEPTION_HANDLERS),  # type: ignore[arg-type]
+        HostKind.DOCS: _docs_host(settings),
+        HostKind.LEGACY_LAUNCH: Starlette(routes=legacy_launch_routes(settings.portal_url)),
+    }
+    return Service(settings, resources, hosts, RuntimeHost(settings, resources))

@@ -1,0 +1,99 @@
+"""``svc-server dev`` and ``svc-server serve``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import socket
+import sys
+
+import uvicorn
+
+from examples.demo_origin import DemoIdentity, demo_origin
+from payments import migrate
+from payments.db import make_engine, make_sessionmaker
+from router.app import create_app
+from router.dev import DEMO_PAY_TO, DEMO_SLUG, seed_demo
+from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
+
+
+def server_config(app: object, settings: Settings, **extra: object) -> uvicorn.Config:
+    return uvicorn.Config(
+        app, host=settings.bind_host, port=settings.bind_port, loop="uvloop", http="httptools",
+        ws="websockets-sansio", lifespan="on",
+        # The proxy relays the origin's own Server/Date headers; ours would duplicate them.
+        server_header=False, date_header=False,
+        # Forwarded headers are judged by router.headers against trusted_proxies, not here.
+        proxy_headers=False,
+        # Query strings can carry short-lived codes (svc-auth-return); no access log
+        # line is written rather than a redacted one we might get wrong.
+        access_log=False, log_level="info", **extra,  # type: ignore[arg-type]
+    )
+
+
+def dev_settings(port: int) -> Settings:
+    base = f"localhost:{port}"
+    return load_settings(
+        mode="dev", bind_port=port, apps_port=port,
+        base_url=f"http://api.{base}", portal_url=f"http://portal.{base}",
+        console_url=f"http://console.{base}", docs_url=f"http://docs.{base}",
+    )
+
+
+async def run_dev(settings: Settings) -> None:
+    engine = make_engine(settings.database_url)
+    migrate.upgrade(engine)
+    demo_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    demo_socket.bind(("127.0.0.1", 0))
+    origin = f"http://127.0.0.1:{demo_socket.getsockname()[1]}"
+    app_id = seed_demo(make_sessionmaker(engine), origin)
+    engine.dispose()
+    identity = DemoIdentity(app_id=app_id, slug=DEMO_SLUG, pay_to=DEMO_PAY_TO,
+                            runtime_origin=origin)
+    demo = uvicorn.Server(uvicorn.Config(demo_origin(identity), log_level="warning",
+                                         access_log=False, lifespan="off"))
+    main = uvicorn.Server(server_config(create_app(settings), settings))
+    print_dev_urls(settings, origin)
+    await asyncio.gather(demo.serve(sockets=[demo_socket]), main.serve())
+
+
+def print_dev_urls(settings: Settings, origin: str) -> None:
+    lines = [
+        "",
+        "Dev service on embedded defaults (SQLite, in-process cache). Open:",
+        f"  runtime (proxied)  {settings.runtime_url(DEMO_SLUG)}/",
+        f"  cookie/header echo {settings.runtime_url(DEMO_SLUG)}/echo",
+        f"  hosted entry       {settings.portal_url}/{DEMO_SLUG}",
+        f"  API status         {settings.base_url}/statusz",
+        f"  OpenAPI            {settings.docs_url}/openapi.json",
+        f"  demo origin        {origin}",
+        "",
+    ]
+    print("\n".join(lines), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="svc-server")
+    sub = parser.add_subparsers(dest="command", required=True)
+    dev = sub.add_parser("dev", help="run everything on loopback with a seeded demo app")
+    dev.add_argument("--port", type=int, default=8000)
+    sub.add_parser("serve", help=f"run the server with settings from {ENV_PREFIX}* variables")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "dev":
+            asyncio.run(run_dev(dev_settings(args.port)))
+        else:
+            settings = load_settings()
+            uvicorn.Server(server_config(create_app(settings), settings)).run()
+    except SettingsError as exc:
+        print(f"svc-server: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

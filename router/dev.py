@@ -1,0 +1,55 @@
+"""Dev mode: the seeded ``demo`` app and its origin, all on loopback."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.apps import create_app_record, set_pay_to
+from payments.db import transaction
+from payments.models import (
+    App,
+    AppType,
+    DomainRequestStatus,
+    ListingStatus,
+    PayToStatus,
+    Product,
+    RuntimeStatus,
+)
+
+DEMO_SLUG = "demo"
+# A well-known dev address (Hardhat's second default account); never a real recipient.
+DEMO_PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+# Default templates of spec 2.3 with their prices (atomic USDC, 6 decimals).
+DEMO_PRODUCTS = (
+    ("zent", "Zent", 10_000, "zent"),
+    ("retry", "Retry / Continue", 10_000, "retry"),
+    ("unlock-level", "Unlock Level", 30_000, "unlock_level"),
+    ("generate-once", "Generate Once", 50_000, "generate_once"),
+    ("export", "Export / Download", 100_000, "export"),
+)
+
+
+def seed_demo(sessions: sessionmaker[Session], origin: str) -> str:
+    """Create or refresh the ``demo`` app with an active runtime at ``origin``; return its id."""
+    with transaction(sessions) as session:
+        app = session.scalar(select(App).where(App.slug == DEMO_SLUG))
+        if app is None:
+            app = create_app_record(session, name="Demo", slug=DEMO_SLUG, app_type=AppType.GAME,
+                                    headline="The seeded dev app: every flow, on loopback.",
+                                    tags=["demo", "dev"])
+        if app.pay_to is None:
+            set_pay_to(app, DEMO_PAY_TO)
+        app.pay_to_status = PayToStatus.APPROVED
+        app.portal_listing_status = ListingStatus.LISTED
+        app.runtime_origin = origin
+        app.runtime_status = RuntimeStatus.ACTIVE
+        app.runtime_domain_request_status = DomainRequestStatus.APPROVED
+        existing = {p.slug for p in app.products}
+        for slug, name, price, template in DEMO_PRODUCTS:
+            if slug not in existing:
+                session.add(Product(app=app, slug=slug, sku=slug, name=name,
+                                    price_atomic=price, template=template))
+        session.flush()
+        return app.id

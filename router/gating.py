@@ -1,0 +1,83 @@
+"""Whether a runtime host may be proxied, and why not: a pure decision over app state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from payments.models import App, AppStatus, DomainRequestStatus, RuntimeStatus
+
+
+@dataclass(frozen=True)
+class RuntimeRoute:
+    """What the router needs to know about an app, detached from the database session."""
+
+    app_id: str
+    slug: str
+    name: str
+    origin: str | None
+    app_status: str
+    runtime_status: str
+    domain_status: str
+    kill_switch: bool
+    entry_path: str
+    app_path: str
+    checks: tuple[dict[str, Any], ...] = field(default=())
+
+    @classmethod
+    def from_app(cls, app: App) -> RuntimeRoute:
+        return cls(
+            app_id=app.id, slug=app.slug, name=app.name, origin=app.runtime_origin,
+            app_status=app.status.value, runtime_status=app.runtime_status.value,
+            domain_status=app.runtime_domain_request_status.value,
+            kill_switch=app.kill_switch, entry_path=app.runtime_entry_path or "/",
+            app_path=app.runtime_app_path or "/",
+            checks=tuple(c for c in app.runtime_checks if isinstance(c, dict)),
+        )
+
+
+@dataclass(frozen=True)
+class Gate:
+    open: bool
+    status: int
+    reasons: tuple[str, ...] = ()
+
+
+def gate(route: RuntimeRoute | None, *, require_domain_approval: bool) -> Gate:
+    """Open only for an existing, active app with an active runtime and no kill switch.
+
+    Outside dev the runtime hostname is public only after an operator approved the
+    domain request (spec 3.1); dev serves every verified runtime on `*.apps.localhost`.
+    """
+    if route is None:
+        return Gate(False, 404, ("No app uses this address.",))
+    reasons: list[str] = []
+    if route.kill_switch:
+        reasons.append("The app has been paused by the service operators.")
+    if route.app_status != AppStatus.ACTIVE:
+        reasons.append(f"The app is {route.app_status}, not active.")
+    if route.runtime_status != RuntimeStatus.ACTIVE:
+        reasons.append(_RUNTIME_REASONS.get(route.runtime_status, route.runtime_status))
+    if not route.origin:
+        reasons.append("No runtime origin has been saved for this app.")
+    if require_domain_approval and route.domain_status != DomainRequestStatus.APPROVED:
+        reasons.append(_DOMAIN_REASONS.get(route.domain_status, route.domain_status))
+    if reasons:
+        return Gate(False, 503, tuple(reasons))
+    return Gate(True, 200)
+
+
+_RUNTIME_REASONS = {
+    RuntimeStatus.NOT_CONFIGURED: "The runtime has not been configured yet "
+                                  "(run `svc runtime configure`).",
+    RuntimeStatus.PENDING_VERIFICATION: "The runtime is waiting for verification "
+                                        "(run `svc runtime verify`).",
+    RuntimeStatus.DISABLED: "The runtime has been disabled by the developer.",
+}
+_DOMAIN_REASONS = {
+    DomainRequestStatus.NOT_REQUESTED: "The runtime domain has not been requested "
+                                       "(run `svc runtime request-domain`).",
+    DomainRequestStatus.PENDING_MANUAL_DNS: "The runtime domain request is waiting for "
+                                            "operator approval.",
+    DomainRequestStatus.REJECTED: "The runtime domain request was rejected.",
+}

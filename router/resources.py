@@ -1,0 +1,48 @@
+"""What the lifespan opens and closes, handed to the hosts that need it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import aiohttp
+import redis.asyncio as aioredis
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from router.app_directory import AppDirectory
+from router.invalidation import ChangeBus
+
+
+class NotStarted(RuntimeError):
+    """A resource was used before the lifespan opened it."""
+
+
+@dataclass
+class Resources:
+    engine: Engine | None = None
+    sessions: sessionmaker[Session] | None = None
+    redis: aioredis.Redis | None = None
+    http: aiohttp.ClientSession | None = None
+    bus: ChangeBus | None = None
+    directory: AppDirectory | None = None
+    closers: list[object] = field(default_factory=list)
+
+    def session_factory(self) -> sessionmaker[Session]:
+        if self.sessions is None:
+            raise NotStarted("database")
+        return self.sessions
+
+    def http_session(self) -> aiohttp.ClientSession:
+        if self.http is None:
+            raise NotStarted("http client")
+        return self.http
+
+    def app_directory(self) -> AppDirectory:
+        if self.directory is None:
+            raise NotStarted("app directory")
+        return self.directory
+
+    def change_bus(self) -> ChangeBus:
+        if self.bus is None:
+            raise NotStarted("change bus")
+        return self.bus

@@ -1,0 +1,70 @@
+"""``<slug>.{apps_domain}``: gate, serve ``/svc-auth-return``, otherwise proxy."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy.exc import SQLAlchemyError
+from starlette.datastructures import QueryParams
+from starlette.types import Receive, Scope, Send
+
+from router.auth_return import auth_return_page
+from router.gating import gate
+from router.pages import gateway_page, setup_page
+from router.proxy import HttpProxy
+from router.resources import Resources
+from router.settings import Settings
+from router.websocket_proxy import WebSocketProxy
+
+log = logging.getLogger(__name__)
+
+AUTH_RETURN_PATH = "/svc-auth-return"
+# 1008 policy violation: the runtime is not being served.
+WS_NOT_SERVED = 1008
+
+
+class RuntimeHost:
+    def __init__(self, settings: Settings, resources: Resources) -> None:
+        self._settings = settings
+        self._resources = resources
+        self._http = HttpProxy(settings, resources.http_session)
+        self._ws = WebSocketProxy(settings, resources.http_session)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, slug: str) -> None:
+        try:
+            route = await self._resources.app_directory().get(slug)
+        except SQLAlchemyError as exc:
+            log.error("app lookup failed for %s: %s", slug, type(exc).__name__)
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1011})
+                return
+            await gateway_page(503, slug, "The service is temporarily unavailable.")(
+                scope, receive, send)
+            return
+        if scope["type"] == "http" and scope["path"] == AUTH_RETURN_PATH:
+            await self._auth_return(scope, receive, send, slug)
+            return
+        decision = gate(route, require_domain_approval=not self._settings.dev)
+        if scope["type"] == "websocket":
+            if decision.open and route is not None:
+                await self._ws(scope, receive, send, route)
+            else:
+                await send({"type": "websocket.close", "code": WS_NOT_SERVED})
+            return
+        if not decision.open or route is None:
+            await setup_page(slug, route, decision)(scope, receive, send)
+            return
+        await self._http(scope, receive, send, route)
+
+    async def _auth_return(self, scope: Scope, receive: Receive, send: Send, slug: str) -> None:
+        route = await self._resources.app_directory().get(slug)
+        if route is None:
+            decision = gate(None, require_domain_approval=False)
+            await setup_page(slug, None, decision)(scope, receive, send)
+            return
+        if scope["method"] not in ("GET", "HEAD"):
+            await gateway_page(405, route.name, "Use GET for the authorization return.")(
+                scope, receive, send)
+            return
+        query = QueryParams(scope.get("query_string", b""))
+        await auth_return_page(route, query.get("app"), query.get("code"))(scope, receive, send)

@@ -1,0 +1,169 @@
+"""Every server setting, read from the environment in exactly one place.
+
+The prefix is ``SVCSRV_`` so the server never confuses its own settings with the
+``SVC_*`` variables of a developer's Worker Quick Launch runtime (spec 4.11).
+Tests build ``Settings(...)`` directly; only :func:`load_settings` reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+from urllib.parse import urlsplit
+
+ENV_PREFIX = "SVCSRV_"
+
+Mode = Literal["dev", "production"]
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class SettingsError(ValueError):
+    """A setting is missing, malformed or unsafe for the chosen mode."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    mode: Mode = "dev"
+    base_url: str = "http://api.localhost:8000"
+    portal_url: str = "http://portal.localhost:8000"
+    console_url: str = "http://console.localhost:8000"
+    docs_url: str = "http://docs.localhost:8000"
+    apps_domain: str = "apps.localhost"
+    # How runtime URLs are written for people: scheme and port of `<slug>.{apps_domain}`.
+    apps_scheme: str = "http"
+    apps_port: int | None = 8000
+    # The retired launch host whose root redirects to the portal (spec 1.1).
+    legacy_launch_host: str | None = "launch.localhost"
+    database_url: str = "sqlite:///var/svc.db"
+    redis_url: str | None = None
+    bind_host: str = "127.0.0.1"
+    bind_port: int = 8000
+    # Peers whose X-Forwarded-* headers we believe; everyone else's are replaced.
+    trusted_proxies: tuple[Network, ...] = ()
+    # Loopback/private runtime origins; refused outside dev (spec 4.11 table).
+    allow_private_origins: bool = True
+    proxy_connect_timeout: float = 5.0
+    proxy_read_timeout: float = 30.0
+    proxy_max_request_bytes: int = 64 * 1024 * 1024
+    proxy_max_response_bytes: int = 256 * 1024 * 1024
+    proxy_pool_size: int = 512
+    # Without Redis no other instance can tell us about a change, so entries
+    # expire after one second; with Redis, pub/sub invalidates and the TTL is a backstop.
+    app_cache_ttl_local: float = 1.0
+    app_cache_ttl_shared: float = 60.0
+    service_hosts: tuple[str, ...] = field(default=(), compare=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("dev", "production"):
+            raise SettingsError(f"mode must be 'dev' or 'production', not {self.mode!r}")
+        if self.mode == "production" and self.allow_private_origins:
+            raise SettingsError(
+                "allow_private_origins is a dev-only setting; "
+                f"unset {ENV_PREFIX}ALLOW_PRIVATE_ORIGINS in production"
+            )
+        for name in ("base_url", "portal_url", "console_url", "docs_url"):
+            _require_http_url(name, getattr(self, name))
+        if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
+            raise SettingsError(f"apps_domain must be a bare domain, not {self.apps_domain!r}")
+        hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",
+                                                          "console_url", "docs_url"))
+        object.__setattr__(self, "service_hosts", hosts)
+
+    @property
+    def api_host(self) -> str:
+        return host_of(self.base_url)
+
+    @property
+    def portal_host(self) -> str:
+        return host_of(self.portal_url)
+
+    @property
+    def console_host(self) -> str:
+        return host_of(self.console_url)
+
+    @property
+    def docs_host(self) -> str:
+        return host_of(self.docs_url)
+
+    @property
+    def dev(self) -> bool:
+        return self.mode == "dev"
+
+    def runtime_url(self, slug: str) -> str:
+        default_port = {"http": 80, "https": 443}.get(self.apps_scheme)
+        port = "" if self.apps_port in (None, default_port) else f":{self.apps_port}"
+        return f"{self.apps_scheme}://{slug}.{self.apps_domain}{port}"
+
+
+def host_of(url: str) -> str:
+    """The lower-case host name of a URL, without port."""
+    return (urlsplit(url).hostname or "").lower()
+
+
+def _require_http_url(name: str, value: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise SettingsError(f"{name} must be an http(s) URL, not {value!r}")
+    if parts.path not in ("", "/"):
+        raise SettingsError(f"{name} must be an origin without a path, not {value!r}")
+
+
+def _bool(raw: str, name: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise SettingsError(f"{ENV_PREFIX}{name} must be a boolean, not {raw!r}")
+
+
+def _networks(raw: str) -> tuple[Network, ...]:
+    try:
+        return tuple(ipaddress.ip_network(p.strip(), strict=False)
+                     for p in raw.split(",") if p.strip())
+    except ValueError as exc:
+        raise SettingsError(f"{ENV_PREFIX}TRUSTED_PROXIES: {exc}") from None
+
+
+def _number(raw: str, name: str, cast: type[int] | type[float]) -> int | float:
+    try:
+        return cast(raw)
+    except ValueError:
+        raise SettingsError(f"{ENV_PREFIX}{name} must be a number, not {raw!r}") from None
+
+
+def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
+    """Build settings from ``SVCSRV_*`` variables; ``overrides`` win (used by the CLI flags)."""
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    text_fields = ("mode", "base_url", "portal_url", "console_url", "docs_url", "apps_domain",
+                   "apps_scheme", "database_url", "bind_host")
+    for name in text_fields:
+        if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
+            values[name] = raw.strip().rstrip("/") if name.endswith("_url") else raw.strip()
+    for name in ("redis_url", "legacy_launch_host"):
+        if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
+            values[name] = raw.strip() or None
+    if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
+        values["apps_port"] = int(_number(raw, "APPS_PORT", int)) if raw.strip() else None
+    int_fields = ("bind_port", "proxy_max_request_bytes", "proxy_max_response_bytes",
+                  "proxy_pool_size")
+    for name in int_fields:
+        if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
+            values[name] = _number(raw, name.upper(), int)
+    float_fields = ("proxy_connect_timeout", "proxy_read_timeout", "app_cache_ttl_local",
+                    "app_cache_ttl_shared")
+    for name in float_fields:
+        if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
+            values[name] = _number(raw, name.upper(), float)
+    if (raw := env.get(ENV_PREFIX + "TRUSTED_PROXIES")) is not None:
+        values["trusted_proxies"] = _networks(raw)
+    if (raw := env.get(ENV_PREFIX + "ALLOW_PRIVATE_ORIGINS")) is not None:
+        values["allow_private_origins"] = _bool(raw, "ALLOW_PRIVATE_ORIGINS")
+    elif values.get("mode", overrides.get("mode")) == "production":
+        values["allow_private_origins"] = False
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]

@@ -1,0 +1,96 @@
+"""WebSocket upgrades on a runtime host, relayed to the origin with the same cookie rule."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+import aiohttp
+from starlette.types import Receive, Scope, Send
+from yarl import URL
+
+from router.gating import RuntimeRoute
+from router.headers import is_trusted, upstream_request_headers
+from router.settings import Settings
+from router.upstream import parse_origin
+
+log = logging.getLogger(__name__)
+
+# aiohttp writes its own handshake; the client's would clash with it.
+_HANDSHAKE = frozenset({b"sec-websocket-key", b"sec-websocket-version",
+                        b"sec-websocket-extensions", b"sec-websocket-protocol"})
+# 1014 "bad gateway" is the close code for an origin we could not reach.
+BAD_GATEWAY = 1014
+
+
+class WebSocketProxy:
+    def __init__(self, settings: Settings,
+                 session: Callable[[], aiohttp.ClientSession]) -> None:
+        self._settings = settings
+        self._session = session
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send,
+                       route: RuntimeRoute) -> None:
+        await receive()  # websocket.connect
+        origin = parse_origin(route.origin or "", self._settings.allow_private_origins)
+        if origin is None or origin.ip_literal_refused:
+            await send({"type": "websocket.close", "code": BAD_GATEWAY})
+            return
+        client = scope.get("client")
+        client_ip = client[0] if client else None
+        headers = upstream_request_headers(
+            scope["headers"], upstream_host=origin.host_header.encode(), client_ip=client_ip,
+            scheme="https" if scope.get("scheme") == "wss" else "http",
+            trusted_proxy=is_trusted(client_ip, self._settings.trusted_proxies),
+            extra_drop=_HANDSHAKE,
+        )
+        target = origin.base + scope.get("raw_path", scope["path"].encode()).decode("latin-1")
+        if scope.get("query_string"):
+            target += "?" + scope["query_string"].decode("latin-1")
+        try:
+            upstream = await self._session().ws_connect(
+                URL(target, encoded=True), protocols=tuple(scope.get("subprotocols", ())),
+                headers=[(n.decode("latin-1"), v.decode("latin-1")) for n, v in headers],
+                autoclose=True, autoping=True, max_msg_size=16 * 1024 * 1024,
+                timeout=aiohttp.ClientWSTimeout(ws_close=10),
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            log.info("websocket origin unreachable for %s: %s", route.slug, type(exc).__name__)
+            await send({"type": "websocket.close", "code": BAD_GATEWAY})
+            return
+        # Upstream handshake headers (Set-Cookie included) are deliberately not relayed.
+        await send({"type": "websocket.accept", "subprotocol": upstream.protocol})
+        async with upstream:
+            await _pump(receive, send, upstream)
+
+
+async def _pump(receive: Receive, send: Send, upstream: aiohttp.ClientWebSocketResponse) -> None:
+    async def client_to_origin() -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                await upstream.close(code=message.get("code", 1000))
+                return
+            if message.get("text") is not None:
+                await upstream.send_str(message["text"])
+            elif message.get("bytes") is not None:
+                await upstream.send_bytes(message["bytes"])
+
+    async def origin_to_client() -> None:
+        async for msg in upstream:
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                await send({"type": "websocket.send", "text": msg.data})
+            elif msg.type == aiohttp.WSMsgType.BINARY:
+                await send({"type": "websocket.send", "bytes": msg.data})
+        with contextlib.suppress(Exception):
+            await send({"type": "websocket.close", "code": upstream.close_code or 1000})
+
+    tasks = [asyncio.create_task(client_to_origin()), asyncio.create_task(origin_to_client())]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
