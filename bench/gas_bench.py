@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from eth_account import Account
-from eth_utils import keccak
+from eth_utils.crypto import keccak
 from web3 import EthereumTesterProvider, Web3
 from web3.contract import Contract
 
@@ -72,11 +72,12 @@ CASES = [
 class Bench:
     def __init__(self) -> None:
         self.w3 = Web3(EthereumTesterProvider())
-        self.admin, self.relayer = self.w3.eth.accounts[:2]
+        self.admin, self.relayer = list(self.w3.eth.accounts)[:2]
         self.usdc = self._deploy("TestUSDC", self.admin)
         self.spender = self._deploy("BudgetSpenderV2", self.usdc.address, self.admin)
         self.owners = [Account.from_key(keccak(text=f"bench-user-{i}")) for i in range(10)]
-        self.recipients = [Account.create().address for _ in range(5)]
+        apps = [Account.from_key(keccak(text=f"bench-app-{i}")) for i in range(5)]
+        self.recipients = [app.address for app in apps]
         self.sequence = count(1)
         self._send(self.spender.functions.setRelayer(self.relayer, True), self.admin)
         for owner in self.owners:
@@ -116,8 +117,9 @@ class Bench:
         artifact = load_artifact(name)
         factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
         tx_hash = factory.constructor(*args).transact({"from": self.admin, "gas": 5_000_000})
-        receipt = self.w3.eth.wait_for_transaction_receipt(tx_hash)
-        return self.w3.eth.contract(address=receipt["contractAddress"], abi=artifact.abi)
+        address = self.w3.eth.wait_for_transaction_receipt(tx_hash)["contractAddress"]
+        assert address is not None
+        return self.w3.eth.contract(address=address, abi=artifact.abi)
 
     def _send(self, fn: Any, sender: str) -> int:
         # An explicit gas limit: py-evm's estimation would re-run every transaction.
@@ -167,7 +169,8 @@ def render(results: list[Result]) -> str:
         "",
         f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC on `{platform.machine()}`, "
         f"Python {platform.python_version()}, solc {str(compiler['solc']).split('+')[0]} "
-        f"(optimizer {compiler['optimizer']['runs']} runs, evm {compiler['evmVersion']}), "
+        f"(optimizer {compiler['optimizer']['runs']} runs, viaIR {compiler.get('viaIR', False)}, "
+        f"evm {compiler['evmVersion']}), "
         "eth-tester + py-evm in process. Steady state (recipients hold tokens, allowances set), "
         f"mean of {ROUNDS} transactions per row; total gas includes the 21,000 base and calldata.",
         "",
@@ -179,7 +182,8 @@ def render(results: list[Result]) -> str:
             f"| {r.case.label} | {r.case.charges} | {r.pairs} | {r.gas:,.0f} "
             f"| {r.per_charge:,.0f} | {r.throughput:,.0f} |"
         )
-    lines += ["", f"Target: at most {TARGET:,} gas/charge at 100 charges, 10 owners x 5 recipients."]
+    goal = f"Target: at most {TARGET:,} gas/charge at 100 charges, 10 owners x 5 recipients."
+    lines += ["", goal]
     return "\n".join(lines) + "\n"
 
 

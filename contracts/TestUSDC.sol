@@ -9,8 +9,8 @@ import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
 /// @notice A USDC stand-in for the in-process chain and the tests: 6 decimals, EIP-2612
 ///         permit with the EIP-712 domain (name "Test USDC", version "1", chainId, this
 ///         address), owner-only mint. Never deployed to a public network.
-/// @dev Real Base USDC signs under the domain name "USDC", version "2"; the off-chain code
-///      must take the domain from settings, not from this contract.
+/// @dev Real USDC signs under version "2" and its own name; the off-chain code takes the
+///      domain from settings, not from this contract.
 contract TestUSDC is ERC20, ERC20Permit, Ownable {
     constructor(address initialOwner)
         ERC20("Test USDC", "USDC")

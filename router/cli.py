@@ -19,6 +19,7 @@ from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 
 
 def server_config(app: object, settings: Settings, **extra: object) -> uvicorn.Config:
+    extra.setdefault("log_level", "info")
     return uvicorn.Config(
         app, host=settings.bind_host, port=settings.bind_port, loop="uvloop", http="httptools",
         ws="websockets-sansio", lifespan="on",
@@ -28,7 +29,7 @@ def server_config(app: object, settings: Settings, **extra: object) -> uvicorn.C
         proxy_headers=False,
         # Query strings can carry short-lived codes (svc-auth-return); no access log
         # line is written rather than a redacted one we might get wrong.
-        access_log=False, log_level="info", **extra,  # type: ignore[arg-type]
+        access_log=False, **extra,  # type: ignore[arg-type]
     )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
-from eth_utils import keccak
+from eth_utils.crypto import keccak
 from web3 import EthereumTesterProvider, Web3
 from web3.contract import Contract
 from web3.contract.contract import ContractFunction
@@ -26,7 +26,8 @@ PairArg = tuple[str, str, list[tuple[bytes, int]]]
 
 
 def user_account(index: int) -> LocalAccount:
-    return Account.from_key(keccak(text=f"test-user-{index}"))
+    account: LocalAccount = Account.from_key(keccak(text=f"test-user-{index}"))
+    return account
 
 
 @dataclass
@@ -107,13 +108,15 @@ def deploy(w3: Web3, name: str, sender: str, *args: Any) -> Contract:
     factory = w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
     tx_hash = factory.constructor(*args).transact({"from": sender, "gas": GAS})
     receipt = w3.eth.wait_for_transaction_receipt(tx_hash)
+    address = receipt["contractAddress"]
     assert receipt["status"] == 1
-    return w3.eth.contract(address=receipt["contractAddress"], abi=artifact.abi)
+    assert address is not None
+    return w3.eth.contract(address=address, abi=artifact.abi)
 
 
 def deploy_env() -> ChainEnv:
     w3 = Web3(EthereumTesterProvider())
-    owner, relayer, stranger = w3.eth.accounts[:3]
+    owner, relayer, stranger = list(w3.eth.accounts)[:3]
     usdc = deploy(w3, "TestUSDC", owner, owner)
     spender = deploy(w3, "BudgetSpenderV2", owner, usdc.address, owner)
     recipients = [Account.from_key(keccak(text=f"test-app-{i}")).address for i in range(3)]

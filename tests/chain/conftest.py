@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from chain_env import ChainEnv, deploy_env
+
+from tests.chain.chain_env import ChainEnv, deploy_env
 
 
 @pytest.fixture

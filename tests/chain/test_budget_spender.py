@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from chain_env import BUDGET, ChainEnv, PairArg, user_account
-from eth_utils import keccak
+from eth_utils.crypto import keccak
 from web3.logs import DISCARD
 
 from payments.chain.contracts import charge_id
+from tests.chain.chain_env import BUDGET, ChainEnv, PairArg, user_account
 
 
 def test_relayer_relays_permit(env: ChainEnv) -> None:

@@ -69,5 +69,6 @@ def test_rebuild_is_byte_identical(tmp_path: Path) -> None:
 
 def test_in_process_chain_runs_prague() -> None:
     # The artifacts are compiled for prague; the in-process chain must run that fork.
-    provider = EthereumTesterProvider()
-    assert isinstance(provider.ethereum_tester.backend.chain.get_vm(), PragueVM)
+    tester = EthereumTesterProvider().ethereum_tester
+    assert tester is not None
+    assert isinstance(tester.backend.chain.get_vm(), PragueVM)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from eth_abi import abi
-from eth_tester.exceptions import TransactionFailed
-from eth_utils import keccak
+from eth_tester.exceptions import TransactionFailed  # type: ignore[import-untyped]  # no py.typed
+from eth_utils.crypto import keccak
 from web3.exceptions import ContractCustomError, ContractLogicError, ContractPanicError
 
 from payments.chain.contracts import charge_id, decode_revert, decode_revert_data, revert_info

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install everything the service and its tests need on a fresh Debian machine (as root),
+# into one virtual environment at .venv. Safe to run again: it skips what is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v redis-server >/dev/null || need_apt+=(redis-server)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need_apt+=(postgresql)
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v nginx >/dev/null || need_apt+=(nginx)
+command -v wrk >/dev/null || need_apt+=(wrk)
+command -v node >/dev/null || need_apt+=(nodejs npm)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install.sh: missing ${need_apt[*]}; run as root (or install them) first" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+
+if [ -f contracts/package-lock.json ] && [ ! -d contracts/node_modules ]; then
+  (cd contracts && npm ci --silent --no-audit --no-fund)
+fi

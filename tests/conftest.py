@@ -1,0 +1,81 @@
+"""Session services (real PostgreSQL and Redis) and the database fixture.
+
+``db_url`` runs every test that asks for it twice: on a SQLite file and on a fresh
+PostgreSQL database cloned from a migrated template.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from payments import migrate
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.db import make_engine, make_sessionmaker
+from tests.support.services import postgres_server, redis_server
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_admin_url: str) -> str:
+    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
+        conn.execute("CREATE DATABASE svc_template")
+    url = pg_admin_url.rsplit("/", 1)[0] + "/svc_template"
+    engine = make_engine(url)
+    migrate.upgrade(engine)
+    engine.dispose()
+    return "svc_template"
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sqlite-template") / "svc.db"
+    engine = make_engine(f"sqlite:///{path}")
+    migrate.upgrade(engine)
+    engine.dispose()
+    return path
+
+
+def fresh_pg_database(admin_url: str, template: str | None) -> str:
+    name = f"svc_test_{next(_counter)}"
+    clause = f" TEMPLATE {template}" if template else ""
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}{clause}")
+    return admin_url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A migrated, empty database on each backend."""
+    if request.param == "sqlite":
+        path = tmp_path / "svc.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    return fresh_pg_database(request.getfixturevalue("pg_admin_url"),
+                             request.getfixturevalue("pg_template"))
+
+
+@pytest.fixture
+def sessions(db_url: str) -> Iterator[sessionmaker[Session]]:
+    engine = make_engine(db_url)
+    yield make_sessionmaker(engine)
+    engine.dispose()

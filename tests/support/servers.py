@@ -1,0 +1,67 @@
+"""Real HTTP servers on loopback, each in its own thread and event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+from aiohttp import web
+
+from router.cli import server_config
+from router.settings import Settings
+from tests.support.services import free_port
+
+
+@contextmanager
+def serve_router(app: Any, settings: Settings) -> Iterator[str]:
+    """Run ``create_app(settings)`` under uvicorn exactly as ``svc-server`` does."""
+    config = server_config(app, settings, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("router did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{settings.bind_host}:{settings.bind_port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+class AiohttpServer:
+    """An aiohttp.web app on 127.0.0.1 in a background loop; ``.url`` is its origin."""
+
+    def __init__(self, app: web.Application, host: str = "127.0.0.1") -> None:
+        self.app = app
+        self.host = host
+        self.port = free_port()
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def call(self, coro: Any, timeout: float = 30) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def __enter__(self) -> AiohttpServer:
+        self._thread.start()
+        self.call(self._runner.setup())
+        self.call(web.TCPSite(self._runner, self.host, self.port).start())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.call(self._runner.cleanup())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+        self.loop.close()

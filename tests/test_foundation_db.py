@@ -1,0 +1,74 @@
+"""Migrations and the model on both backends."""
+
+from __future__ import annotations
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+
+from payments import migrate
+from payments.db import Base, make_engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.apps import create_app_record
+from payments.db import transaction
+from payments.errors import ApiError
+from payments.models import PayToStatus
+from tests.conftest import fresh_pg_database
+
+
+def test_migrations_up_down_up_on_postgresql(pg_admin_url: str) -> None:
+    engine = make_engine(fresh_pg_database(pg_admin_url, None))
+    try:
+        migrate.upgrade(engine)
+        assert migrate.current_revision(engine) == migrate.head_revision(engine)
+        assert {"apps", "products"} <= set(inspect(engine).get_table_names())
+        migrate.downgrade(engine, "base")
+        assert migrate.current_revision(engine) is None
+        assert not {"apps", "products"} & set(inspect(engine).get_table_names())
+        migrate.upgrade(engine)
+        assert migrate.current_revision(engine) == migrate.head_revision(engine)
+    finally:
+        engine.dispose()
+
+
+def test_models_match_migrations(db_url: str) -> None:
+    """A model change without a migration fails here, on both backends."""
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(
+                conn, opts={"compare_type": True}), Base.metadata)
+        assert diff == []
+    finally:
+        engine.dispose()
+
+
+def test_create_app_generates_slug_and_prefixed_id(sessions: sessionmaker[Session]) -> None:
+    with transaction(sessions) as session:
+        app = create_app_record(session, name="Space Blaster 2!")
+        assert app.slug == "space-blaster-2"
+        assert app.id.startswith("zapp_")
+        assert app.pay_to_status is PayToStatus.UNBOUND
+    with transaction(sessions) as session:
+        with_pay_to = create_app_record(session, name="Tip Jar",
+                                        pay_to="0x70997970C51812dc3A010C7d01b50e0d17dc79C8")
+        assert with_pay_to.pay_to_status is PayToStatus.TESTING
+
+
+@pytest.mark.parametrize("name", ["Docs", "API", "Account", "Admin", "statusz"])
+def test_reserved_slug_refused(sessions: sessionmaker[Session], name: str) -> None:
+    with pytest.raises(ApiError) as caught, transaction(sessions) as session:
+        create_app_record(session, name=name)
+    assert caught.value.code == "reserved_slug"
+    assert caught.value.status == 422
+    assert name.lower() in caught.value.message
+
+
+def test_duplicate_slug_refused(sessions: sessionmaker[Session]) -> None:
+    with transaction(sessions) as session:
+        create_app_record(session, name="Snake")
+    with pytest.raises(ApiError) as caught, transaction(sessions) as session:
+        create_app_record(session, name="snake")
+    assert caught.value.code == "slug_taken"
