@@ -32,6 +32,10 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-if [ -f contracts/package-lock.json ] && [ ! -d contracts/node_modules ]; then
-  (cd contracts && npm ci --silent --no-audit --no-fund)
+if [ -f contracts/package-lock.json ]; then
+  lock=contracts/node_modules/.installed-$(sha256sum contracts/package-lock.json | cut -c1-16)
+  if [ ! -f "$lock" ]; then
+    (cd contracts && npm ci --silent --no-audit --no-fund)
+    touch "$lock"
+  fi
 fi
