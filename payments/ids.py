@@ -13,7 +13,7 @@ class IdPrefix(StrEnum):
     DELIVERY = "ztdlv_"
     EVENT = "zevt_"
     WEBHOOK = "zwh_"
-    WEBHOOK_SECRET = "zwhsec_"
+    WEBHOOK_SECRET = "zwhsec_"  # noqa: S105  (a prefix, not a secret)
     API_KEY = "zpk_"
     CONFIG_REVISION = "zcfgrev_"
 

@@ -136,7 +136,7 @@ def _api_host(settings: Settings, resources: Resources) -> Starlette:
     return Starlette(routes=[
         Route("/healthz", healthz, methods=["GET", "HEAD"]),
         Route("/statusz", Status(settings, resources).endpoint, methods=["GET", "HEAD"]),
-    ], exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
+    ], exception_handlers=EXCEPTION_HANDLERS)
 
 
 def _docs_host(settings: Settings) -> Starlette:
@@ -146,7 +146,7 @@ def _docs_host(settings: Settings) -> Starlette:
         return JSONResponse(openapi_document(settings.base_url))
 
     return Starlette(routes=[Route("/openapi.json", openapi, methods=["GET", "HEAD"])],
-                     exception_handlers=EXCEPTION_HANDLERS)  # type: ignore[arg-type]
+                     exception_handlers=EXCEPTION_HANDLERS)
 
 
 def create_app(settings: Settings) -> Service:
@@ -154,7 +154,7 @@ def create_app(settings: Settings) -> Service:
     hosts: dict[HostKind, ASGIApp] = {
         HostKind.API: _api_host(settings, resources),
         HostKind.PORTAL: Starlette(routes=portal_routes(resources.session_factory)),
-        HostKind.CONSOLE: Starlette(routes=[], exception_handlers=EXCEPTION_HANDLERS),  # type: ignore[arg-type]
+        HostKind.CONSOLE: Starlette(routes=[], exception_handlers=EXCEPTION_HANDLERS),
         HostKind.DOCS: _docs_host(settings),
         HostKind.LEGACY_LAUNCH: Starlette(routes=legacy_launch_routes(settings.portal_url)),
     }

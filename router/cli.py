@@ -7,6 +7,7 @@ import asyncio
 import logging
 import socket
 import sys
+from typing import Any
 
 import uvicorn
 
@@ -18,7 +19,7 @@ from router.dev import DEMO_PAY_TO, DEMO_SLUG, seed_demo
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 
 
-def server_config(app: object, settings: Settings, **extra: object) -> uvicorn.Config:
+def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
     extra.setdefault("log_level", "info")
     return uvicorn.Config(
         app, host=settings.bind_host, port=settings.bind_port, loop="uvloop", http="httptools",
@@ -29,7 +30,7 @@ def server_config(app: object, settings: Settings, **extra: object) -> uvicorn.C
         proxy_headers=False,
         # Query strings can carry short-lived codes (svc-auth-return); no access log
         # line is written rather than a redacted one we might get wrong.
-        access_log=False, **extra,  # type: ignore[arg-type]
+        access_log=False, **extra,
     )
 
 

@@ -67,14 +67,14 @@ def gate(route: RuntimeRoute | None, *, require_domain_approval: bool) -> Gate:
     return Gate(True, 200)
 
 
-_RUNTIME_REASONS = {
+_RUNTIME_REASONS: dict[str, str] = {
     RuntimeStatus.NOT_CONFIGURED: "The runtime has not been configured yet "
                                   "(run `svc runtime configure`).",
     RuntimeStatus.PENDING_VERIFICATION: "The runtime is waiting for verification "
                                         "(run `svc runtime verify`).",
     RuntimeStatus.DISABLED: "The runtime has been disabled by the developer.",
 }
-_DOMAIN_REASONS = {
+_DOMAIN_REASONS: dict[str, str] = {
     DomainRequestStatus.NOT_REQUESTED: "The runtime domain has not been requested "
                                        "(run `svc runtime request-domain`).",
     DomainRequestStatus.PENDING_MANUAL_DNS: "The runtime domain request is waiting for "

@@ -38,7 +38,8 @@ def _without(headers: Iterable[tuple[bytes, bytes]], drop: frozenset[bytes]) -> 
     return [(n, v) for n, v in headers if n.lower() not in drop]
 
 
-def is_trusted(client_ip: str | None, trusted: Sequence[ipaddress._BaseNetwork]) -> bool:
+def is_trusted(client_ip: str | None,
+               trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]) -> bool:
     if not client_ip or not trusted:
         return False
     try:

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
-from payments import migrate
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments import migrate
 from payments.db import make_engine, make_sessionmaker
 from tests.support.services import postgres_server, redis_server
 

@@ -6,13 +6,11 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
-
-from payments import migrate
-from payments.db import Base, make_engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments import migrate
 from payments.apps import create_app_record
-from payments.db import transaction
+from payments.db import Base, make_engine, transaction
 from payments.errors import ApiError
 from payments.models import PayToStatus
 from tests.conftest import fresh_pg_database

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
-import shutil
 from pathlib import Path
 from typing import Any
 

@@ -1,7 +1,7 @@
 """apps and products
 
 Revision ID: 0001
-Revises: 
+Revises:
 Create Date: 2026-11-22
 """
 
