@@ -109,11 +109,15 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
         if settings.redis_url:
             resources.redis = aioredis.Redis.from_url(settings.redis_url)
             bus = RedisChangeBus(resources.redis)
-            ttl = settings.app_cache_ttl_shared
         else:
             bus = LocalChangeBus()
-            ttl = settings.app_cache_ttl_local
         sessions = resources.sessions
+
+        def ttl() -> float:
+            # Long-lived entries only while pub/sub can tell us about changes.
+            connected = bus.connected
+            return settings.app_cache_ttl_shared if connected else settings.app_cache_ttl_local
+
         directory = AppDirectory(lambda slug: lookup_route(sessions, slug), ttl)
         bus.subscribe(directory.invalidate)
         resources.bus, resources.directory = bus, directory

@@ -18,7 +18,7 @@ Lookup = Callable[[str], RuntimeRoute | None]
 
 
 class AppDirectory:
-    def __init__(self, lookup: Lookup, ttl: float,
+    def __init__(self, lookup: Lookup, ttl: Callable[[], float],
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._lookup = lookup
         self._ttl = ttl
@@ -49,7 +49,7 @@ class AppDirectory:
         finally:
             self._inflight.pop(slug, None)
         if generation == self._generation:
-            self._entries[slug] = (self._clock() + self._ttl, route)
+            self._entries[slug] = (self._clock() + self._ttl(), route)
         future.set_result(route)
         return route
 

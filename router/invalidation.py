@@ -24,6 +24,11 @@ Listener = Callable[[str], None]
 
 
 class ChangeBus(Protocol):
+    @property
+    def connected(self) -> bool:
+        """Whether changes made elsewhere reach us now (else caches must expire fast)."""
+        ...
+
     async def publish(self, slug: str) -> None: ...
     def subscribe(self, listener: Listener) -> None: ...
     async def start(self) -> None: ...
@@ -33,6 +38,10 @@ class ChangeBus(Protocol):
 class LocalChangeBus:
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
+
+    @property
+    def connected(self) -> bool:
+        return False  # other processes (svc-ops) cannot reach an in-process bus
 
     async def publish(self, slug: str) -> None:
         for listener in self._listeners:
@@ -57,6 +66,10 @@ class RedisChangeBus:
         self._task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
 
+    @property
+    def connected(self) -> bool:
+        return self._subscribed.is_set()
+
     async def publish(self, slug: str) -> None:
         await self._client.publish(CHANNEL, slug)
 
@@ -70,7 +83,7 @@ class RedisChangeBus:
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen(), name="app-change-listener")
         try:
-            await asyncio.wait_for(self._subscribed.wait(), timeout=5)
+            await asyncio.wait_for(self._subscribed.wait(), timeout=2)
         except TimeoutError:
             log.warning("app-change subscription not ready yet; caches use their TTL")
 
@@ -95,7 +108,10 @@ class RedisChangeBus:
             except asyncio.CancelledError:
                 raise
             except (redis.RedisError, OSError) as exc:
-                log.warning("app-change subscription lost (%s); retrying", type(exc).__name__)
+                if self._subscribed.is_set():
+                    log.warning("app-change subscription lost (%s); retrying",
+                                type(exc).__name__)
+                self._subscribed.clear()
                 self._notify(ALL)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)

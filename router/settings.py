@@ -66,6 +66,10 @@ class Settings:
             )
         for name in ("base_url", "portal_url", "console_url", "docs_url"):
             _require_http_url(name, getattr(self, name))
+            if self.mode == "production" and not getattr(self, name).startswith("https://"):
+                raise SettingsError(f"{name} must be an https URL in production")
+        if self.mode == "production" and self.apps_scheme != "https":
+            raise SettingsError("apps_scheme must be https in production")
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
             raise SettingsError(f"apps_domain must be a bare domain, not {self.apps_domain!r}")
         hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",

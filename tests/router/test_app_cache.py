@@ -1,0 +1,147 @@
+"""App lookups are cached (misses too) and changes reach every instance within 1 s."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from aiohttp import web
+from sqlalchemy.orm import Session, sessionmaker
+
+from router.app_directory import AppDirectory
+from router.gating import RuntimeRoute
+from router.invalidation import publish_app_changed_sync
+from tests.factories import add_app, update_app
+from tests.router.conftest import RouterFactory, RunningRouter
+from tests.support.servers import AiohttpServer
+
+
+@pytest.fixture
+def origin() -> Iterator[AiohttpServer]:
+    async def ok(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", ok)
+    with AiohttpServer(app) as server:
+        yield server
+
+
+def status_of(router: RunningRouter, slug: str) -> int:
+    return httpx.get(router.url + "/", headers={"host": router.host(slug)}, timeout=5).status_code
+
+
+def wait_for(predicate: Callable[[], bool], limit: float) -> float:
+    """Seconds until ``predicate`` held; fails the test after ``limit`` seconds."""
+    started = time.monotonic()
+    while not predicate():
+        if time.monotonic() - started > limit:
+            pytest.fail(f"not within {limit} s")
+        time.sleep(0.02)
+    return time.monotonic() - started
+
+
+def test_steady_state_makes_no_database_round_trip(
+    start_router: RouterFactory, sessions: sessionmaker[Session], origin: AiohttpServer,
+    redis_url: str,
+) -> None:
+    add_app(sessions, "game", origin.url)
+    with start_router(redis_url=redis_url) as router:
+        directory = router.service.resources.app_directory()
+        for _ in range(50):
+            assert status_of(router, "game") == 200
+        for _ in range(20):
+            assert status_of(router, "ghost") == 404
+        assert directory.lookups == 2  # one for "game", one for the miss "ghost"
+
+
+def test_change_reaches_every_instance_within_one_second(
+    start_router: RouterFactory, sessions: sessionmaker[Session], origin: AiohttpServer,
+    redis_url: str,
+) -> None:
+    add_app(sessions, "game", origin.url)
+    with start_router(redis_url=redis_url) as one, start_router(redis_url=redis_url) as two:
+        assert status_of(one, "game") == 200 and status_of(two, "game") == 200
+        assert status_of(one, "later") == 404 and status_of(two, "later") == 404
+        # What svc-ops does: commit, then publish.
+        update_app(sessions, "game", kill_switch=True)
+        add_app(sessions, "later", origin.url)
+        publish_app_changed_sync(redis_url, "game")
+        publish_app_changed_sync(redis_url, "later")
+        for router in (one, two):
+            assert wait_for(lambda r=router: status_of(r, "game") == 503, 1.0) < 1.0
+            assert wait_for(lambda r=router: status_of(r, "later") == 200, 1.0) < 1.0
+
+
+def test_without_redis_entries_expire_within_one_second(
+    start_router: RouterFactory, sessions: sessionmaker[Session], origin: AiohttpServer,
+) -> None:
+    add_app(sessions, "game", origin.url)
+    with start_router() as router:
+        assert status_of(router, "game") == 200
+        update_app(sessions, "game", kill_switch=True)  # another process, no bus to tell us
+        assert wait_for(lambda: status_of(router, "game") == 503, 1.5) <= 1.2
+
+
+ROUTE = RuntimeRoute(app_id="zapp_x", slug="game", name="Game", origin="http://o",
+                     app_status="active", runtime_status="active", domain_status="approved",
+                     kill_switch=False, entry_path="/", app_path="/")
+
+
+def test_concurrent_misses_share_one_lookup() -> None:
+    calls: list[str] = []
+
+    def lookup(slug: str) -> RuntimeRoute | None:
+        calls.append(slug)
+        time.sleep(0.05)
+        return ROUTE
+
+    async def main() -> None:
+        directory = AppDirectory(lookup, ttl=lambda: 60.0)
+        results = await asyncio.gather(*(directory.get("game") for _ in range(100)))
+        assert all(r is ROUTE for r in results)
+
+    asyncio.run(main())
+    assert calls == ["game"]
+
+
+def test_invalidation_during_lookup_is_not_cached() -> None:
+    versions = iter(["old", "new"])
+
+    def lookup(slug: str) -> RuntimeRoute | None:
+        version = next(versions)
+        time.sleep(0.05)
+        return RuntimeRoute(**{**ROUTE.__dict__, "name": version})
+
+    async def main() -> None:
+        directory = AppDirectory(lookup, ttl=lambda: 60.0)
+        pending = asyncio.create_task(directory.get("game"))
+        await asyncio.sleep(0.01)
+        directory.invalidate("game")  # the change landed while "old" was being read
+        assert (await pending).name == "old"
+        fresh = await directory.get("game")
+        assert fresh is not None and fresh.name == "new"
+
+    asyncio.run(main())
+
+
+def test_lookup_errors_reach_every_waiter_and_are_not_cached() -> None:
+    attempts: list[int] = []
+
+    def lookup(slug: str) -> RuntimeRoute | None:
+        attempts.append(1)
+        time.sleep(0.02)
+        if len(attempts) == 1:
+            raise RuntimeError("database down")
+        return ROUTE
+
+    async def main() -> None:
+        directory = AppDirectory(lookup, ttl=lambda: 60.0)
+        results = await asyncio.gather(*(directory.get("game") for _ in range(5)),
+                                       return_exceptions=True)
+        assert all(isinstance(r, RuntimeError) for r in results)
+        assert await directory.get("game") is ROUTE
+
+    asyncio.run(main())

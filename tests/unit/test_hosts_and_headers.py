@@ -1,0 +1,108 @@
+"""Pure decisions: host classification and proxy header policy."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from router.headers import (
+    connection_named,
+    content_length,
+    downstream_response_headers,
+    upstream_request_headers,
+)
+from router.hosts import HostKind, HostTable, strip_port
+from router.settings import Settings
+
+TABLE = HostTable(Settings())
+
+
+@pytest.mark.parametrize(("host", "kind", "slug"), [
+    ("api.localhost:8000", HostKind.API, None),
+    ("API.LOCALHOST", HostKind.API, None),
+    ("portal.localhost:9999", HostKind.PORTAL, None),
+    ("console.localhost", HostKind.CONSOLE, None),
+    ("docs.localhost:8000", HostKind.DOCS, None),
+    ("launch.localhost:8000", HostKind.LEGACY_LAUNCH, None),
+    ("demo.apps.localhost:8000", HostKind.RUNTIME, "demo"),
+    ("Demo.Apps.Localhost.", HostKind.RUNTIME, "demo"),
+    ("space-blaster.apps.localhost", HostKind.RUNTIME, "space-blaster"),
+    ("a.b.apps.localhost", HostKind.UNKNOWN, None),
+    ("apps.localhost", HostKind.UNKNOWN, None),
+    (".apps.localhost", HostKind.UNKNOWN, None),
+    ("-bad.apps.localhost", HostKind.UNKNOWN, None),
+    ("demo.apps.localhost.evil.com", HostKind.UNKNOWN, None),
+    ("evilapps.localhost", HostKind.UNKNOWN, None),
+    ("127.0.0.1:8000", HostKind.UNKNOWN, None),
+    ("[::1]:8000", HostKind.UNKNOWN, None),
+    ("", HostKind.UNKNOWN, None),
+    (None, HostKind.UNKNOWN, None),
+])
+def test_classify(host: str | None, kind: HostKind, slug: str | None) -> None:
+    target = TABLE.classify(host)
+    assert (target.kind, target.slug) == (kind, slug)
+
+
+def test_strip_port_keeps_ipv6_literal() -> None:
+    assert strip_port("[::1]:8000") == "[::1]"
+    assert strip_port("example.com:443") == "example.com"
+
+
+def test_connection_named_headers() -> None:
+    headers = [(b"connection", b"close, X-Hop ,keep-alive"), (b"connection", b"x-other")]
+    assert connection_named(headers) == {b"close", b"x-hop", b"keep-alive", b"x-other"}
+
+
+REQUEST = [
+    (b"host", b"demo.apps.localhost:8000"), (b"cookie", b"sid=1"), (b"connection", b"x-hop"),
+    (b"x-hop", b"1"), (b"te", b"trailers"), (b"keep-alive", b"timeout=5"),
+    (b"proxy-authorization", b"Basic x"), (b"upgrade", b"h2c"),
+    (b"x-forwarded-for", b"6.6.6.6"), (b"x-forwarded-proto", b"https"),
+    (b"x-forwarded-host", b"evil.example"), (b"forwarded", b"for=6.6.6.6"),
+    (b"x-real-ip", b"6.6.6.6"), (b"accept", b"*/*"), (b"content-length", b"3"),
+]
+
+
+def test_untrusted_client_forwarding_replaced() -> None:
+    out = upstream_request_headers(REQUEST, upstream_host=b"origin:9000", client_ip="1.2.3.4",
+                                   scheme="http", trusted_proxy=False)
+    assert out == [
+        (b"accept", b"*/*"), (b"content-length", b"3"), (b"host", b"origin:9000"),
+        (b"x-forwarded-for", b"1.2.3.4"), (b"x-forwarded-proto", b"http"),
+        (b"x-forwarded-host", b"demo.apps.localhost:8000"),
+    ]
+
+
+def test_trusted_proxy_chain_appended() -> None:
+    out = dict(upstream_request_headers(REQUEST, upstream_host=b"origin", client_ip="10.0.0.1",
+                                        scheme="http", trusted_proxy=True))
+    assert out[b"x-forwarded-for"] == b"6.6.6.6, 10.0.0.1"
+    assert out[b"x-forwarded-proto"] == b"https"
+    assert out[b"x-forwarded-host"] == b"evil.example"
+    assert out[b"forwarded"] == b"for=6.6.6.6"
+    assert b"cookie" not in out and b"x-hop" not in out
+
+
+def test_response_headers() -> None:
+    out = downstream_response_headers([
+        (b"Set-Cookie", b"a=1"), (b"set-cookie", b"b=2"), (b"Connection", b"X-Trace"),
+        (b"X-Trace", b"t"), (b"Transfer-Encoding", b"chunked"), (b"Content-Encoding", b"gzip"),
+        (b"Server", b"origin"), (b"Date", b"Sun, 22 Nov 2026 00:00:00 GMT"),
+    ])
+    assert out == [(b"content-encoding", b"gzip"), (b"server", b"origin"),
+                   (b"date", b"Sun, 22 Nov 2026 00:00:00 GMT")]
+
+
+@pytest.mark.parametrize(("raw", "value"), [(b"12", 12), (b"-1", None), (b"x", None)])
+def test_content_length(raw: bytes, value: int | None) -> None:
+    assert content_length([(b"Content-Length", raw)]) == value
+
+
+def test_is_trusted() -> None:
+    from router.headers import is_trusted
+    nets = (ipaddress.ip_network("10.0.0.0/8"),)
+    assert is_trusted("10.1.2.3", nets)
+    assert not is_trusted("11.1.2.3", nets)
+    assert not is_trusted("not-an-ip", nets)
+    assert not is_trusted("10.1.2.3", ())

@@ -1,0 +1,68 @@
+"""Settings come from SVCSRV_* variables only, and refuse unsafe production values."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from router.settings import Settings, SettingsError, load_settings
+
+PROD = {
+    "SVCSRV_MODE": "production",
+    "SVCSRV_BASE_URL": "https://api.example.com",
+    "SVCSRV_PORTAL_URL": "https://portal.example.com",
+    "SVCSRV_CONSOLE_URL": "https://console.example.com",
+    "SVCSRV_DOCS_URL": "https://docs.example.com/",
+    "SVCSRV_APPS_DOMAIN": "apps.example.com",
+    "SVCSRV_APPS_SCHEME": "https",
+    "SVCSRV_APPS_PORT": "",
+}
+
+
+def test_dev_defaults_are_the_localhost_hosts() -> None:
+    settings = load_settings({})
+    assert settings.mode == "dev"
+    assert settings.base_url == "http://api.localhost:8000"
+    assert settings.runtime_url("demo") == "http://demo.apps.localhost:8000"
+    assert settings.database_url.startswith("sqlite:///")
+    assert settings.redis_url is None
+
+
+def test_worker_runtime_variables_are_ignored() -> None:
+    settings = load_settings({"SVC_APP_SLUG": "x", "SVC_RUNTIME_ORIGIN": "http://evil",
+                              "DATABASE_URL": "postgresql://nope"})
+    assert settings == load_settings({})
+
+
+def test_production_from_environment() -> None:
+    env = {**PROD, "SVCSRV_TRUSTED_PROXIES": "10.0.0.0/8, 2001:db8::1",
+           "SVCSRV_REDIS_URL": "redis://127.0.0.1:6379/0"}
+    settings = load_settings(env)
+    assert settings.docs_url == "https://docs.example.com"
+    assert settings.allow_private_origins is False
+    assert settings.runtime_url("demo") == "https://demo.apps.example.com"
+    assert settings.trusted_proxies == (ipaddress.ip_network("10.0.0.0/8"),
+                                        ipaddress.ip_network("2001:db8::1/128"))
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({**PROD, "SVCSRV_ALLOW_PRIVATE_ORIGINS": "true"}, "dev-only"),
+    ({**PROD, "SVCSRV_BASE_URL": "http://api.example.com"}, "https"),
+    ({**PROD, "SVCSRV_APPS_SCHEME": "http"}, "https"),
+    ({"SVCSRV_MODE": "staging"}, "mode"),
+    ({"SVCSRV_BASE_URL": "ftp://x"}, "base_url"),
+    ({"SVCSRV_PORTAL_URL": "http://portal.localhost/app"}, "without a path"),
+    ({"SVCSRV_APPS_DOMAIN": "apps.localhost:8000"}, "bare domain"),
+    ({"SVCSRV_BIND_PORT": "eighty"}, "number"),
+    ({"SVCSRV_TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"),
+    ({"SVCSRV_ALLOW_PRIVATE_ORIGINS": "perhaps"}, "boolean"),
+])
+def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        load_settings(env)
+
+
+def test_service_hosts_derived() -> None:
+    assert Settings().service_hosts == ("api.localhost", "portal.localhost",
+                                        "console.localhost", "docs.localhost")
