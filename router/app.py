@@ -51,7 +51,7 @@ class Service:
         self.settings = settings
         self.resources = resources
         self._table = HostTable(settings)
-        self._hosts = hosts
+        self.hosts = hosts
         self._runtime = runtime
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -67,7 +67,7 @@ class Service:
         if target.kind is HostKind.RUNTIME and target.slug is not None:
             await self._runtime(scope, receive, send, target.slug)
             return
-        app = self._hosts.get(target.kind)
+        app = self.hosts.get(target.kind)
         if app is None:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
