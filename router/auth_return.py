@@ -38,7 +38,10 @@ SCRIPT = """(function () {
     status.textContent = "Authorization received.";
     return;
   }
-  window.location.replace(data.entryPath);
+  // The entry path is resolved on this origin; one that would leave it goes to "/".
+  var entry = new URL(data.entryPath, origin);
+  if (entry.origin !== origin) { entry = new URL("/", origin); }
+  window.location.replace(entry.href);
 })();"""
 
 CSP = (f"default-src 'none'; script-src {csp_hash(SCRIPT)}; style-src {csp_hash(STYLE)}; "
@@ -50,6 +53,13 @@ def _json_for_script(value: object) -> str:
     return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
+def _is_local_path(path: str) -> bool:
+    # "//host/x" and "/<backslash>host/x" (browsers read a backslash as "/") would leave
+    # the runtime origin; the script also re-checks the resolved URL's origin.
+    return (path.startswith("/") and not path.startswith(("//", "/\\"))
+            and path.isprintable())
+
+
 def auth_return_page(route: RuntimeRoute, query_app: str | None,
                      code: str | None) -> HTMLResponse:
     if query_app != route.slug:
@@ -57,7 +67,7 @@ def auth_return_page(route: RuntimeRoute, query_app: str | None,
                             "than this address (the app parameter must equal the app slug).")
     if code is None or not _CODE_RE.match(code):
         return gateway_page(400, route.name, "The authorization return has no valid code.")
-    entry = route.entry_path if route.entry_path.startswith("/") else "/"
+    entry = route.entry_path if _is_local_path(route.entry_path) else "/"
     data = {"type": MESSAGE_TYPE, "app": route.slug, "code": code,
             "storageKey": STORAGE_PREFIX + route.slug, "entryPath": entry}
     html = ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -74,12 +74,15 @@ def setup_page(slug: str, route: RuntimeRoute | None, decision: Gate) -> HTMLRes
         headers={"retry-after": "60"} if decision.status == 503 else None)
 
 
-def gateway_page(status: int, name: str, why: str) -> HTMLResponse:
+def gateway_page(status: int, name: str, why: str,
+                 headers: dict[str, str] | None = None) -> HTMLResponse:
     titles = {502: "The app could not be reached", 504: "The app took too long to answer",
-              413: "The request is too large", 400: "Bad request"}
+              413: "The request is too large", 400: "Bad request",
+              405: "Method not allowed", 503: "Temporarily unavailable"}
     title = titles.get(status, "The app could not be served")
     return render(title, f"<h1>{escape(title)}</h1><p>{escape(why)}</p>"
-                         f"<p><small>{escape(name)} &middot; HTTP {status}</small></p>", status)
+                         f"<p><small>{escape(name)} &middot; HTTP {status}</small></p>", status,
+                  headers)
 
 
 def unknown_host_page() -> HTMLResponse:

@@ -9,7 +9,7 @@ from starlette.datastructures import QueryParams
 from starlette.types import Receive, Scope, Send
 
 from router.auth_return import auth_return_page
-from router.gating import gate
+from router.gating import RuntimeRoute, gate
 from router.pages import gateway_page, setup_page
 from router.proxy import HttpProxy
 from router.resources import Resources
@@ -41,8 +41,8 @@ class RuntimeHost:
             await gateway_page(503, slug, "The service is temporarily unavailable.")(
                 scope, receive, send)
             return
-        if scope["type"] == "http" and scope["path"] == AUTH_RETURN_PATH:
-            await self._auth_return(scope, receive, send, slug)
+        if scope["type"] == "http" and scope["path"].rstrip("/") == AUTH_RETURN_PATH:
+            await self._auth_return(scope, receive, send, slug, route)
             return
         decision = gate(route, require_domain_approval=not self._settings.dev)
         if scope["type"] == "websocket":
@@ -56,15 +56,15 @@ class RuntimeHost:
             return
         await self._http(scope, receive, send, route)
 
-    async def _auth_return(self, scope: Scope, receive: Receive, send: Send, slug: str) -> None:
-        route = await self._resources.app_directory().get(slug)
+    async def _auth_return(self, scope: Scope, receive: Receive, send: Send, slug: str,
+                           route: RuntimeRoute | None) -> None:
         if route is None:
             decision = gate(None, require_domain_approval=False)
             await setup_page(slug, None, decision)(scope, receive, send)
             return
         if scope["method"] not in ("GET", "HEAD"):
-            await gateway_page(405, route.name, "Use GET for the authorization return.")(
-                scope, receive, send)
+            await gateway_page(405, route.name, "Use GET for the authorization return.",
+                               headers={"allow": "GET, HEAD"})(scope, receive, send)
             return
         query = QueryParams(scope.get("query_string", b""))
         await auth_return_page(route, query.get("app"), query.get("code"))(scope, receive, send)
