@@ -15,11 +15,14 @@ from starlette.responses import JSONResponse, Response
 class ApiError(Exception):
     """An error a client can act on: a stable ``code``, an HTTP status and a sentence."""
 
-    def __init__(self, code: str, status: int, message: str, **extra: Any) -> None:
+    def __init__(self, code: str, status: int, message: str, *, keep_changes: bool = False,
+                 **extra: Any) -> None:
         super().__init__(message)
         self.code = code
         self.status = status
         self.message = message
+        # Commit what the failing unit of work wrote (e.g. count a failed attempt).
+        self.keep_changes = keep_changes
         self.extra = extra
 
     def body(self) -> dict[str, Any]:
@@ -27,6 +30,10 @@ class ApiError(Exception):
 
 
 def error_response(error: ApiError, headers: dict[str, str] | None = None) -> JSONResponse:
+    headers = dict(headers or {})
+    retry_after = error.extra.get("retryAfter")
+    if isinstance(retry_after, int):
+        headers["retry-after"] = str(retry_after)
     return JSONResponse(error.body(), status_code=error.status, headers=headers)
 
 

@@ -16,6 +16,15 @@ class IdPrefix(StrEnum):
     WEBHOOK_SECRET = "zwhsec_"  # noqa: S105  (a prefix, not a secret)
     API_KEY = "zpk_"
     CONFIG_REVISION = "zcfgrev_"
+    # Ours, where the spec names no prefix.
+    ORGANIZATION = "zorg_"
+    DEVELOPER = "zdev_"
+    API_KEY_RECORD = "zkey_"
+    CLI_GRANT = "zgrant_"
+    CLI_GRANT_TOKEN = "zcli_"  # noqa: S105  (a prefix, not a secret)
+    CLI_AUTH_REQUEST = "zcliauth_"
+    SESSION = "zses_"
+    NOTIFICATION = "znote_"
 
 
 def new_id(prefix: IdPrefix) -> str:

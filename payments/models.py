@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -10,8 +10,6 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
-    DateTime,
-    Enum,
     ForeignKey,
     String,
     Text,
@@ -19,12 +17,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from payments.db import Base
+# organizations (developer.models) is the FK target of apps.organization_id
+import payments.developer.models  # noqa: F401
+from payments.db import Base, UtcDateTime, enum_column, utcnow
 from payments.ids import IdPrefix, new_id
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 class AppType(StrEnum):
@@ -85,12 +81,6 @@ class ProductStatus(StrEnum):
     DISABLED = "disabled"
 
 
-def _enum(cls: type[StrEnum]) -> Enum:
-    return Enum(cls, native_enum=False, create_constraint=True, length=32,
-                values_callable=lambda members: [m.value for m in members],
-                name=cls.__name__.lower())
-
-
 class App(Base):
     __tablename__ = "apps"
 
@@ -98,33 +88,35 @@ class App(Base):
                                     default=lambda: new_id(IdPrefix.APP))
     name: Mapped[str] = mapped_column(String(120))
     slug: Mapped[str] = mapped_column(String(63), unique=True)
-    type: Mapped[AppType] = mapped_column(_enum(AppType), default=AppType.GAME)
+    type: Mapped[AppType] = mapped_column(enum_column(AppType), default=AppType.GAME)
     headline: Mapped[str] = mapped_column(String(200), default="")
     entry_url: Mapped[str] = mapped_column(String(2048), default="")
     environment: Mapped[str] = mapped_column(String(32), default="test")
     pay_to: Mapped[str | None] = mapped_column(String(42), default=None)
-    pay_to_status: Mapped[PayToStatus] = mapped_column(_enum(PayToStatus),
+    pay_to_status: Mapped[PayToStatus] = mapped_column(enum_column(PayToStatus),
                                                        default=PayToStatus.UNBOUND)
     portal_listing_status: Mapped[ListingStatus] = mapped_column(
-        _enum(ListingStatus), default=ListingStatus.UNLISTED)
-    status: Mapped[AppStatus] = mapped_column(_enum(AppStatus), default=AppStatus.ACTIVE)
+        enum_column(ListingStatus), default=ListingStatus.UNLISTED)
+    status: Mapped[AppStatus] = mapped_column(enum_column(AppStatus), default=AppStatus.ACTIVE)
     recipient_allowlist_status: Mapped[AllowlistStatus] = mapped_column(
-        _enum(AllowlistStatus), default=AllowlistStatus.UNKNOWN)
+        enum_column(AllowlistStatus), default=AllowlistStatus.UNKNOWN)
     distribution_targets: Mapped[list[str]] = mapped_column(JSON, default=list)
     tags: Mapped[list[str]] = mapped_column(JSON, default=list)
     runtime_origin: Mapped[str | None] = mapped_column(String(2048), default=None)
     runtime_status: Mapped[RuntimeStatus] = mapped_column(
-        _enum(RuntimeStatus), default=RuntimeStatus.NOT_CONFIGURED)
+        enum_column(RuntimeStatus), default=RuntimeStatus.NOT_CONFIGURED)
     runtime_app_path: Mapped[str] = mapped_column(String(512), default="/")
     runtime_entry_path: Mapped[str] = mapped_column(String(512), default="/")
     runtime_domain_request_status: Mapped[DomainRequestStatus] = mapped_column(
-        _enum(DomainRequestStatus), default=DomainRequestStatus.NOT_REQUESTED)
+        enum_column(DomainRequestStatus), default=DomainRequestStatus.NOT_REQUESTED)
     # The last verification report (list of checks), shown on the setup page.
     runtime_checks: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    organization_id: Mapped[str | None] = mapped_column(
+        ForeignKey("organizations.id", ondelete="SET NULL"), default=None, index=True)
     kill_switch: Mapped[bool] = mapped_column(Boolean, default=False)
     kill_switch_reason: Mapped[str] = mapped_column(String(500), default="")
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow,
                                                  onupdate=utcnow)
 
     products: Mapped[list[Product]] = relationship(back_populates="app")
@@ -145,20 +137,20 @@ class Product(Base):
     name: Mapped[str] = mapped_column(String(120))
     price_atomic: Mapped[int] = mapped_column(BigInteger)
     template: Mapped[str] = mapped_column(String(64), default="custom")
-    risk_mode: Mapped[RiskMode] = mapped_column(_enum(RiskMode), default=RiskMode.OPTIMISTIC)
+    risk_mode: Mapped[RiskMode] = mapped_column(enum_column(RiskMode), default=RiskMode.OPTIMISTIC)
     trusted_charge_enabled: Mapped[bool] = mapped_column(Boolean, default=False)
     trusted_charge_proof_required: Mapped[bool] = mapped_column(Boolean, default=True)
     trusted_charge_max_atomic: Mapped[int | None] = mapped_column(BigInteger, default=None)
     fulfillment_adapter: Mapped[str] = mapped_column(String(64), default="webhook")
     fulfillment_config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    pricing: Mapped[Pricing] = mapped_column(_enum(Pricing), default=Pricing.FIXED)
+    pricing: Mapped[Pricing] = mapped_column(enum_column(Pricing), default=Pricing.FIXED)
     min_amount_atomic: Mapped[int | None] = mapped_column(BigInteger, default=None)
     max_amount_atomic: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    status: Mapped[ProductStatus] = mapped_column(_enum(ProductStatus),
+    status: Mapped[ProductStatus] = mapped_column(enum_column(ProductStatus),
                                                   default=ProductStatus.ACTIVE)
     description: Mapped[str] = mapped_column(Text, default="")
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow,
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow,
                                                  onupdate=utcnow)
 
     app: Mapped[App] = relationship(back_populates="products")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from payments.developer.openapi import SECURITY_SCHEMES, developer_paths
+
 ERROR = {
     "type": "object", "required": ["code", "message"],
     "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
@@ -21,7 +23,12 @@ def openapi_document(base_url: str) -> dict[str, Any]:
                  "description": "Errors use the envelope `Error`: a stable `code` and a "
                                 "human `message`, plus optional fields such as `scope`."},
         "servers": [{"url": base_url}],
-        "components": {"schemas": {"Error": ERROR}},
+        "components": {
+            "schemas": {"Error": ERROR},
+            "responses": {"Error": {"description": "an error in the envelope", "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
+            "securitySchemes": SECURITY_SCHEMES,
+        },
         "paths": {
             "/healthz": {"get": {
                 "summary": "Liveness: the process answers.",
@@ -35,5 +42,6 @@ def openapi_document(base_url: str) -> dict[str, Any]:
                     "503": {"description": "a required dependency is down"},
                 },
             }},
+            **developer_paths(),
         },
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import redis.asyncio as aioredis
 from sqlalchemy import select
@@ -16,8 +17,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from payments import migrate
 from payments.db import make_engine, make_sessionmaker
+from payments.developer.api import DeveloperApi
+from payments.developer.passwords import Passwords
+from payments.developer.services import DeveloperServices
+from payments.developer.sessions import SessionPolicy
 from payments.errors import EXCEPTION_HANDLERS
+from payments.mail import CapturingMailer, Mailer, SmtpMailer
 from payments.models import App
+from payments.ratelimit import InMemoryRateLimiter, RedisRateLimiter
 from portal.routes import legacy_launch_routes, portal_routes
 from router.app_directory import AppDirectory
 from router.gating import RuntimeRoute
@@ -121,6 +128,8 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
         directory = AppDirectory(lambda slug: lookup_route(sessions, slug), ttl)
         bus.subscribe(directory.invalidate)
         resources.bus, resources.directory = bus, directory
+        resources.limiter = (RedisRateLimiter(resources.redis) if resources.redis is not None
+                             else InMemoryRateLimiter())
         await bus.start()
         resources.http = make_session(settings)
         yield resources
@@ -133,14 +142,43 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
             await resources.redis.aclose()
         engine.dispose()
         resources.http = resources.bus = resources.redis = resources.directory = None
+        resources.limiter = None
         resources.engine = resources.sessions = None
 
 
-def _api_host(settings: Settings, resources: Resources) -> Starlette:
+def make_mailer(settings: Settings) -> Mailer:
+    if settings.smtp_host:
+        return SmtpMailer(settings.smtp_host, settings.smtp_port, settings.smtp_from,
+                          username=settings.smtp_username, password=settings.smtp_password,
+                          starttls=settings.smtp_starttls)
+    # Dev only (production settings require SMTP): codes are printed by `svc-server dev`.
+    return CapturingMailer(echo=lambda text: print(text, flush=True))
+
+
+def developer_services(settings: Settings, resources: Resources,
+                       mailer: Mailer) -> DeveloperServices:
+    policy = SessionPolicy(idle=timedelta(seconds=settings.console_session_idle_seconds),
+                           absolute=timedelta(seconds=settings.console_session_absolute_seconds))
+    return DeveloperServices(
+        sessions=resources.session_factory, limiter=resources.rate_limiter, mailer=mailer,
+        passwords=Passwords(), policy=policy, base_url=settings.base_url,
+        console_url=settings.console_url, secure_cookies=not settings.dev,
+    )
+
+
+def _api_host(settings: Settings, resources: Resources,
+              developer: DeveloperServices) -> Starlette:
+    api = DeveloperApi(developer, settings.runtime_url, accept_session=False)
     return Starlette(routes=[
         Route("/healthz", healthz, methods=["GET", "HEAD"]),
         Route("/statusz", Status(settings, resources).endpoint, methods=["GET", "HEAD"]),
+        *api.routes(),
     ], exception_handlers=EXCEPTION_HANDLERS)
+
+
+def _console_host(settings: Settings, developer: DeveloperServices) -> Starlette:
+    api = DeveloperApi(developer, settings.runtime_url, accept_session=True)
+    return Starlette(routes=api.routes(), exception_handlers=EXCEPTION_HANDLERS)
 
 
 def _docs_host(settings: Settings) -> Starlette:
@@ -153,12 +191,13 @@ def _docs_host(settings: Settings) -> Starlette:
                      exception_handlers=EXCEPTION_HANDLERS)
 
 
-def create_app(settings: Settings) -> Service:
+def create_app(settings: Settings, *, mailer: Mailer | None = None) -> Service:
     resources = Resources()
+    developer = developer_services(settings, resources, mailer or make_mailer(settings))
     hosts: dict[HostKind, ASGIApp] = {
-        HostKind.API: _api_host(settings, resources),
+        HostKind.API: _api_host(settings, resources, developer),
         HostKind.PORTAL: Starlette(routes=portal_routes(resources.session_factory)),
-        HostKind.CONSOLE: Starlette(routes=[], exception_handlers=EXCEPTION_HANDLERS),
+        HostKind.CONSOLE: _console_host(settings, developer),
         HostKind.DOCS: _docs_host(settings),
         HostKind.LEGACY_LAUNCH: Starlette(routes=legacy_launch_routes(settings.portal_url)),
     }

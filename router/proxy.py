@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 # Below this a response is read whole and sent in one message: no disconnect watcher,
 # one write. Above it (or without Content-Length) the body streams chunk by chunk.
 SMALL_BODY = 64 * 1024
-_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class BodyTooLarge(Exception):
@@ -47,6 +46,7 @@ class RequestBody:
         self._limit = limit
         self.finished = False
         self.disconnected = False
+        self.too_large = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         seen = 0
@@ -58,6 +58,7 @@ class RequestBody:
             chunk = message.get("body", b"")
             seen += len(chunk)
             if seen > self._limit:
+                self.too_large = True  # aiohttp re-raises this as a ClientConnectionError
                 raise BodyTooLarge
             self.finished = not message.get("more_body", False)
             if chunk:
@@ -107,10 +108,6 @@ class HttpProxy:
         str_headers = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in out_headers]
         try:
             response = await self._request(method, url, str_headers, body)
-        except BodyTooLarge:
-            await gateway_page(413, route.name, "The request body is larger than this app "
-                               "accepts.")(scope, receive, send)
-            return
         except aiohttp.ClientConnectorDNSError as exc:
             why = ("The app's origin address is not allowed."
                    if isinstance(exc.os_error, OriginAddressRefused)
@@ -121,9 +118,13 @@ class HttpProxy:
             await gateway_page(504, route.name, "The app's origin did not answer in time.")(
                 scope, receive, send)
             return
-        except (aiohttp.ClientError, OSError) as exc:
+        except (aiohttp.ClientError, OSError, BodyTooLarge) as exc:
             if body is not None and body.disconnected:
                 return  # nobody is left to answer
+            if body is not None and body.too_large:
+                await gateway_page(413, route.name, "The request body is larger than this app "
+                                   "accepts.")(scope, receive, send)
+                return
             log.info("origin unreachable for %s: %s", route.slug, type(exc).__name__)
             await gateway_page(502, route.name, "The app's origin could not be reached.")(
                 scope, receive, send)
@@ -135,17 +136,11 @@ class HttpProxy:
 
     async def _request(self, method: str, url: URL, headers: list[tuple[str, str]],
                        body: RequestBody | None) -> aiohttp.ClientResponse:
-        session = self._session()
-        for attempt in (1, 2):
-            try:
-                return await session.request(method, url, headers=headers, data=body,
+        # aiohttp itself retries an idempotent request once when the connection turns out
+        # closed, and never replays a body it began sending (aio-libs/aiohttp#10790); a
+        # retry loop here as well would send such a request to the origin up to 4 times.
+        return await self._session().request(method, url, headers=headers, data=body,
                                              allow_redirects=False, compress=None)
-            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
-                # A pooled keep-alive connection the origin had already closed: safe to
-                # retry once when the request has no body and is idempotent.
-                if attempt == 2 or body is not None or method not in _IDEMPOTENT:
-                    raise
-        raise AssertionError("unreachable")
 
     async def _relay(self, scope: Scope, receive: Receive, send: Send, route: RuntimeRoute,
                      response: aiohttp.ClientResponse, body: RequestBody | None) -> None:

@@ -9,6 +9,7 @@ import redis.asyncio as aioredis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.ratelimit import RateLimiter
 from router.app_directory import AppDirectory
 from router.invalidation import ChangeBus
 
@@ -25,6 +26,7 @@ class Resources:
     http: aiohttp.ClientSession | None = None
     bus: ChangeBus | None = None
     directory: AppDirectory | None = None
+    limiter: RateLimiter | None = None
     closers: list[object] = field(default_factory=list)
 
     def session_factory(self) -> sessionmaker[Session]:
@@ -41,6 +43,11 @@ class Resources:
         if self.directory is None:
             raise NotStarted("app directory")
         return self.directory
+
+    def rate_limiter(self) -> RateLimiter:
+        if self.limiter is None:
+            raise NotStarted("rate limiter")
+        return self.limiter
 
     def change_bus(self) -> ChangeBus:
         if self.bus is None:

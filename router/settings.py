@@ -54,6 +54,16 @@ class Settings:
     # expire after one second; with Redis, pub/sub invalidates and the TTL is a backstop.
     app_cache_ttl_local: float = 1.0
     app_cache_ttl_shared: float = 60.0
+    console_session_idle_seconds: int = 2 * 3600
+    console_session_absolute_seconds: int = 12 * 3600
+    # Mail for verification codes. Without a host, dev captures and prints messages;
+    # production refuses to start.
+    smtp_host: str | None = None
+    smtp_port: int = 587
+    smtp_username: str | None = None
+    smtp_password: str | None = field(default=None, repr=False)
+    smtp_from: str = "no-reply@localhost"
+    smtp_starttls: bool = True
     service_hosts: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -70,6 +80,9 @@ class Settings:
                 raise SettingsError(f"{name} must be an https URL in production")
         if self.mode == "production" and self.apps_scheme != "https":
             raise SettingsError("apps_scheme must be https in production")
+        if self.mode == "production" and not self.smtp_host:
+            raise SettingsError(f"production needs mail: set {ENV_PREFIX}SMTP_HOST "
+                                "(verification codes are sent by SMTP)")
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
             raise SettingsError(f"apps_domain must be a bare domain, not {self.apps_domain!r}")
         hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",
@@ -144,17 +157,19 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
     text_fields = ("mode", "base_url", "portal_url", "console_url", "docs_url", "apps_domain",
-                   "apps_scheme", "database_url", "bind_host")
+                   "apps_scheme", "database_url", "bind_host", "smtp_from")
     for name in text_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip().rstrip("/") if name.endswith("_url") else raw.strip()
-    for name in ("redis_url", "legacy_launch_host"):
+    for name in ("redis_url", "legacy_launch_host", "smtp_host", "smtp_username",
+                 "smtp_password"):
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip() or None
     if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
         values["apps_port"] = int(_number(raw, "APPS_PORT", int)) if raw.strip() else None
     int_fields = ("bind_port", "proxy_max_request_bytes", "proxy_max_response_bytes",
-                  "proxy_pool_size")
+                  "proxy_pool_size", "console_session_idle_seconds",
+                  "console_session_absolute_seconds", "smtp_port")
     for name in int_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), int)
@@ -165,6 +180,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
             values[name] = _number(raw, name.upper(), float)
     if (raw := env.get(ENV_PREFIX + "TRUSTED_PROXIES")) is not None:
         values["trusted_proxies"] = _networks(raw)
+    if (raw := env.get(ENV_PREFIX + "SMTP_STARTTLS")) is not None:
+        values["smtp_starttls"] = _bool(raw, "SMTP_STARTTLS")
     if (raw := env.get(ENV_PREFIX + "ALLOW_PRIVATE_ORIGINS")) is not None:
         values["allow_private_origins"] = _bool(raw, "ALLOW_PRIVATE_ORIGINS")
     elif values.get("mode", overrides.get("mode")) == "production":

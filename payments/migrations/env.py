@@ -6,6 +6,7 @@ from alembic import context
 
 from payments import models  # noqa: F401  (registers the tables on Base.metadata)
 from payments.db import Base
+from payments.developer import models as developer_models  # noqa: F401
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=Base.metadata,

@@ -112,7 +112,8 @@ def test_domain_approval_required_outside_dev(
     production = {"mode": "production", "allow_private_origins": False,
                   "base_url": "https://api.example.com", "portal_url": "https://portal.example.com",
                   "console_url": "https://console.example.com",
-                  "docs_url": "https://docs.example.com", "apps_scheme": "https"}
+                  "docs_url": "https://docs.example.com", "apps_scheme": "https",
+                  "smtp_host": "127.0.0.1"}
     with start_router(**production) as router:
         response = get(router.url, router.host("game"))
     assert response.status_code == 503

@@ -17,6 +17,7 @@ PROD = {
     "SVCSRV_APPS_DOMAIN": "apps.example.com",
     "SVCSRV_APPS_SCHEME": "https",
     "SVCSRV_APPS_PORT": "",
+    "SVCSRV_SMTP_HOST": "smtp.example.com",
 }
 
 
@@ -66,3 +67,15 @@ def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> 
 def test_service_hosts_derived() -> None:
     assert Settings().service_hosts == ("api.localhost", "portal.localhost",
                                         "console.localhost", "docs.localhost")
+
+
+def test_production_requires_mail() -> None:
+    env = {k: v for k, v in PROD.items() if k != "SVCSRV_SMTP_HOST"}
+    with pytest.raises(SettingsError, match="SMTP_HOST"):
+        load_settings(env)
+
+
+def test_smtp_password_never_in_repr() -> None:
+    settings = load_settings({"SVCSRV_SMTP_HOST": "mail", "SVCSRV_SMTP_PASSWORD": "hunter2-pw"})
+    assert settings.smtp_password == "hunter2-pw"
+    assert "hunter2-pw" not in repr(settings)

@@ -1,0 +1,321 @@
+"""The JSON developer API: apps, products, API keys and CLI sign-in (spec 5.2, 5.3).
+
+Mounted on the API host (CLI grants only) and on the console host (console session with
+CSRF, or a grant). Paths are ours and described in the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from payments.apps import create_app_record, set_pay_to
+from payments.developer import grants
+from payments.developer.auth import Principal, authenticate, credentials
+from payments.developer.keys import create_key, revoke_key
+from payments.developer.models import (
+    ApiKey,
+    CliGrant,
+    NotificationKind,
+    OperatorNotification,
+)
+from payments.developer.services import DeveloperServices
+from payments.developer.views import app_view, grant_view, key_view
+from payments.errors import ApiError
+from payments.http import field_int, field_str, field_str_list, read_json, required_str
+from payments.models import App, AppType, Product
+from payments.products import TEMPLATES, apply_product_fields, create_product, product_view
+from payments.ratelimit import enforce
+
+RuntimeUrl = Callable[[str], str]
+
+
+def client_ip(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+class DeveloperApi:
+    def __init__(self, services: DeveloperServices, runtime_url: RuntimeUrl, *,
+                 accept_session: bool) -> None:
+        self.s = services
+        self.runtime_url = runtime_url
+        self.accept_session = accept_session
+
+    async def _as(self, request: Request, work: Callable[[Session, Principal], Any]) -> Any:
+        creds = credentials(request, accept_session=self.accept_session)
+        now = self.s.clock()
+
+        def unit(session: Session) -> Any:
+            principal = authenticate(session, creds, now, self.s.policy, self.s.console_url)
+            return work(session, principal)
+
+        return await self.s.run(unit)
+
+    def routes(self) -> list[Route]:
+        p = "/api/developer"
+        return [
+            Route(f"{p}/me", self.me, methods=["GET"]),
+            Route(f"{p}/templates", self.templates, methods=["GET"]),
+            Route(f"{p}/apps", self.list_apps, methods=["GET"]),
+            Route(f"{p}/apps", self.create_app, methods=["POST"]),
+            Route(f"{p}/apps/{{app}}", self.get_app, methods=["GET"]),
+            Route(f"{p}/apps/{{app}}", self.update_app, methods=["PATCH"]),
+            Route(f"{p}/apps/{{app}}/products", self.list_products, methods=["GET"]),
+            Route(f"{p}/apps/{{app}}/products", self.create_product, methods=["POST"]),
+            Route(f"{p}/apps/{{app}}/products/{{product}}", self.update_product,
+                  methods=["PATCH"]),
+            Route(f"{p}/apps/{{app}}/keys", self.list_keys, methods=["GET"]),
+            Route(f"{p}/apps/{{app}}/keys", self.create_key, methods=["POST"]),
+            Route(f"{p}/apps/{{app}}/keys/{{key}}/revoke", self.revoke_key, methods=["POST"]),
+            Route(f"{p}/cli/auth-requests", self.start_cli_request, methods=["POST"]),
+            Route(f"{p}/cli/token", self.redeem_cli_request, methods=["POST"]),
+            Route(f"{p}/cli/grant", self.current_grant, methods=["GET"]),
+            Route(f"{p}/cli/grant", self.revoke_current_grant, methods=["DELETE"]),
+        ]
+
+    async def me(self, request: Request) -> Response:
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            from payments.developer.models import Developer
+            developer = session.get(Developer, who.developer_id)
+            assert developer is not None
+            body: dict[str, Any] = {
+                "developer": {"id": developer.id, "username": developer.username,
+                              "email": developer.email},
+                "organizations": list(who.organization_ids),
+                "via": "grant" if who.grant else "session",
+            }
+            if who.grant is not None:
+                app = session.get(App, who.grant.app_id)
+                body["grant"] = grant_view(who.grant, app.slug if app else "")
+            return body
+        return JSONResponse(await self._as(request, work))
+
+    async def templates(self, request: Request) -> Response:
+        return JSONResponse({"templates": [
+            {"template": t.key, "slug": t.slug, "name": t.name,
+             "priceAtomic": None if t.price_atomic is None else str(t.price_atomic)}
+            for t in TEMPLATES]})
+
+    async def list_apps(self, request: Request) -> Response:
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            query = select(App).where(App.organization_id.in_(who.organization_ids))
+            if who.grant is not None:
+                grants.require_grant_scope(who.grant, "apps:read", "<app>")
+                query = query.where(App.id == who.grant.app_id)
+            apps = session.scalars(query.order_by(App.created_at)).all()
+            return {"apps": [app_view(a, self.runtime_url(a.slug)) for a in apps]}
+        return JSONResponse(await self._as(request, work))
+
+    async def create_app(self, request: Request) -> Response:
+        body = await read_json(request)
+        name = required_str(body, "name", 120)
+        slug = field_str(body, "slug", required=False, max_length=63)
+        app_type = field_str(body, "type", required=False, default="Game")
+        if app_type not in {t.value for t in AppType}:
+            raise ApiError("invalid_field", 422, "'type' must be Game or Application.",
+                           field="type")
+        headline = field_str(body, "headline", required=False, max_length=200, default="")
+        pay_to = field_str(body, "payTo", required=False, max_length=42)
+        tags = field_str_list(body, "tags") or []
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            who.require_session("Creating an app")
+            app = create_app_record(session, name=name, slug=slug, app_type=AppType(app_type),
+                                    headline=headline or "", pay_to=pay_to, tags=tags)
+            app.organization_id = who.organization_ids[0]
+            # Creation is a technical step; operators hear about it (spec 1.2, 6).
+            session.add(OperatorNotification(kind=NotificationKind.DEVELOPER_APP_REQUESTED,
+                                             app_id=app.id, payload={"slug": app.slug,
+                                                                     "by": who.developer_id}))
+            session.flush()
+            return {"app": app_view(app, self.runtime_url(app.slug))}
+        return JSONResponse(await self._as(request, work), status_code=201)
+
+    async def get_app(self, request: Request) -> Response:
+        ref = request.path_params["app"]
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = who.app(session, ref, "apps:read")
+            return {"app": app_view(app, self.runtime_url(app.slug))}
+        return JSONResponse(await self._as(request, work))
+
+    async def update_app(self, request: Request) -> Response:
+        ref = request.path_params["app"]
+        body = await read_json(request)
+        changes: dict[str, Any] = {}
+        for wire, limit in (("name", 120), ("headline", 200), ("entryUrl", 2048)):
+            value = field_str(body, wire, required=False, max_length=limit)
+            if value is not None:
+                changes[wire] = value
+        pay_to = field_str(body, "payTo", required=False, max_length=42)
+        app_type = field_str(body, "type", required=False)
+        if app_type is not None and app_type not in {t.value for t in AppType}:
+            raise ApiError("invalid_field", 422, "'type' must be Game or Application.",
+                           field="type")
+        tags = field_str_list(body, "tags")
+        targets = field_str_list(body, "distributionTargets")
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = who.app(session, ref, "apps:write")
+            if "name" in changes:
+                if not changes["name"].strip():
+                    raise ApiError("invalid_name", 422, "An app name cannot be empty.")
+                app.name = changes["name"].strip()
+            if "headline" in changes:
+                app.headline = changes["headline"]
+            if "entryUrl" in changes:
+                app.entry_url = changes["entryUrl"]
+            if app_type is not None:
+                app.type = AppType(app_type)
+            if tags is not None:
+                app.tags = [t.strip() for t in tags if t.strip()]
+            if targets is not None:
+                app.distribution_targets = targets
+            if pay_to is not None:
+                set_pay_to(app, pay_to)  # binding/changing pay_to restarts the review
+            session.flush()
+            return {"app": app_view(app, self.runtime_url(app.slug))}
+        return JSONResponse(await self._as(request, work))
+
+    async def list_products(self, request: Request) -> Response:
+        ref = request.path_params["app"]
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            from payments.products import products_of
+            app = who.app(session, ref, "apps:read")
+            return {"products": [product_view(p, self.s.base_url, app.slug)
+                                 for p in products_of(session, app)]}
+        return JSONResponse(await self._as(request, work))
+
+    async def create_product(self, request: Request) -> Response:
+        ref = request.path_params["app"]
+        body = await read_json(request)
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = who.app(session, ref, "products:write")
+            product = create_product(session, app, body)
+            return {"product": product_view(product, self.s.base_url, app.slug)}
+        return JSONResponse(await self._as(request, work), status_code=201)
+
+    async def update_product(self, request: Request) -> Response:
+        ref, product_ref = request.path_params["app"], request.path_params["product"]
+        body = await read_json(request)
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = who.app(session, ref, "products:write")
+            product = session.scalar(select(Product).where(
+                Product.app_id == app.id,
+                (Product.id == product_ref) | (Product.slug == product_ref)))
+            if product is None:
+                raise ApiError("product_not_found", 404, f"No product '{product_ref}'.")
+            apply_product_fields(product, body, creating=False)
+            session.flush()
+            return {"product": product_view(product, self.s.base_url, app.slug)}
+        return JSONResponse(await self._as(request, work))
+
+    async def list_keys(self, request: Request) -> Response:
+        ref = request.path_params["app"]
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = who.app(session, ref, "apps:read")
+            keys = session.scalars(select(ApiKey).where(ApiKey.app_id == app.id)
+                                   .order_by(ApiKey.created_at)).all()
+            return {"keys": [key_view(k) for k in keys]}
+        return JSONResponse(await self._as(request, work))
+
+    async def create_key(self, request: Request) -> Response:
+        ref = request.path_params["app"]
+        body = await read_json(request)
+        label = field_str(body, "label", required=False, max_length=120, default="")
+        scopes = field_str_list(body, "scopes")
+        environment = field_str(body, "environment", required=False, default="test")
+        await enforce(self.s.limiter(), self.s.limits.key_management, client_ip(request))
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = who.app(session, ref, "keys:create")
+            assert app.organization_id is not None
+            created = create_key(session, organization_id=app.organization_id, app_id=app.id,
+                                 label=label or "", scopes=scopes,
+                                 environment=environment or "test",
+                                 created_by=who.developer_id, now=self.s.clock())
+            # The only response that ever carries the secret.
+            return {"key": key_view(created.key), "secret": created.secret}
+        return JSONResponse(await self._as(request, work), status_code=201,
+                            headers={"cache-control": "no-store"})
+
+    async def revoke_key(self, request: Request) -> Response:
+        ref, key_id = request.path_params["app"], request.path_params["key"]
+        await enforce(self.s.limiter(), self.s.limits.key_management, client_ip(request))
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = who.app(session, ref, "keys:create")
+            key = session.scalar(select(ApiKey).where(ApiKey.id == key_id,
+                                                      ApiKey.app_id == app.id))
+            if key is None:
+                raise ApiError("key_not_found", 404, f"No API key '{key_id}' on this app.")
+            revoke_key(key, self.s.clock())
+            return {"key": key_view(key)}
+        return JSONResponse(await self._as(request, work))
+
+    async def start_cli_request(self, request: Request) -> Response:
+        body = await read_json(request)
+        app = field_str(body, "app", required=False, max_length=63)
+        scopes = field_str_list(body, "scopes")
+        ttl = field_int(body, "ttlSeconds", minimum=1)
+        await enforce(self.s.limiter(), self.s.limits.cli_request, client_ip(request))
+        now = self.s.clock()
+
+        def work(session: Session) -> dict[str, Any]:
+            started = grants.start_request(session, app_slug=app, scopes=scopes,
+                                           ttl_seconds=ttl, now=now)
+            record = started.record
+            approve = f"{self.s.console_url}/cli/approve?code={record.user_code}"
+            return {
+                "deviceCode": started.device_code, "userCode": record.user_code,
+                "verificationUri": f"{self.s.console_url}/device",
+                "verificationUriComplete": approve,
+                "expiresIn": int((record.expires_at - now).total_seconds()),
+                "interval": grants.POLL_INTERVAL_SECONDS, "scopes": list(record.scopes),
+                "app": record.app_slug, "ttlSeconds": record.ttl_seconds,
+            }
+        return JSONResponse(await self.s.run(work), status_code=201)
+
+    async def redeem_cli_request(self, request: Request) -> Response:
+        body = await read_json(request)
+        device_code = required_str(body, "deviceCode", 200)
+        now = self.s.clock()
+
+        def work(session: Session) -> dict[str, Any]:
+            issued = grants.redeem(session, device_code, now)
+            app = session.get(App, issued.grant.app_id)
+            return {"token": issued.token, "grant": grant_view(issued.grant,
+                                                               app.slug if app else "")}
+        return JSONResponse(await self.s.run(work), headers={"cache-control": "no-store"})
+
+    async def current_grant(self, request: Request) -> Response:
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            grant = self._grant_of(who)
+            app = session.get(App, grant.app_id)
+            return {"grant": grant_view(grant, app.slug if app else "")}
+        return JSONResponse(await self._as(request, work))
+
+    async def revoke_current_grant(self, request: Request) -> Response:
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            grant = self._grant_of(who)
+            grants.revoke_grant(grant, self.s.clock())
+            app = session.get(App, grant.app_id)
+            return {"grant": grant_view(grant, app.slug if app else "")}
+        return JSONResponse(await self._as(request, work))
+
+    @staticmethod
+    def _grant_of(who: Principal) -> CliGrant:
+        if who.grant is None:
+            raise ApiError("developer_grant_required", 400, "Send the CLI grant to inspect or "
+                           "revoke it.")
+        return who.grant

@@ -1,0 +1,105 @@
+"""Who is calling the developer API: a console session or a CLI grant.
+
+Console sessions are accepted only where the caller says so (the console host) and
+need the CSRF token on every mutation; CLI grants (``Authorization: Bearer zcli_...``)
+are accepted on the API and console hosts and are limited to one app and their scopes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+
+from payments.developer.accounts import organization_ids
+from payments.developer.grants import grant_for_token, require_grant_scope
+from payments.developer.models import CliGrant, ConsoleSession
+from payments.developer.sessions import SessionPolicy, load_session
+from payments.developer.tokens import same
+from payments.errors import ApiError
+from payments.ids import IdPrefix
+from payments.models import App
+
+SESSION_COOKIE = "svc_console"
+CSRF_HEADER = "x-csrf-token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    developer_id: str
+    organization_ids: tuple[str, ...]
+    grant: CliGrant | None = None
+    console_session: ConsoleSession | None = None
+
+    def app(self, session: Session, ref: str, scope: str) -> App:
+        """The app ``ref`` (id or slug) if this caller may use ``scope`` on it."""
+        column = App.id if ref.startswith(IdPrefix.APP.value) else App.slug
+        app = session.scalar(select(App).where(column == ref))
+        if app is None or app.organization_id not in self.organization_ids:
+            raise ApiError("app_not_found", 404, f"No app '{ref}' in your organization.")
+        if self.grant is not None:
+            if self.grant.app_id != app.id:
+                raise ApiError("developer_cli_app_mismatch", 403, f"This CLI grant is for "
+                               f"another app; run `svc auth browser --app {app.slug}`.")
+            require_grant_scope(self.grant, scope, app.slug)
+        return app
+
+    def require_session(self, action: str) -> None:
+        if self.grant is not None:
+            raise ApiError("developer_session_required", 403, f"{action} needs a console "
+                           "session; CLI grants are scoped to one existing app.")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """What a request presented, read before any database work."""
+
+    bearer: str | None
+    cookie: str | None
+    csrf: str | None
+    method: str
+    origin: str | None
+
+
+def credentials(request: Request, *, accept_session: bool) -> Credentials:
+    auth = request.headers.get("authorization", "")
+    scheme, _, value = auth.partition(" ")
+    return Credentials(
+        bearer=value.strip() if scheme.lower() == "bearer" and value.strip() else None,
+        cookie=request.cookies.get(SESSION_COOKIE) if accept_session else None,
+        csrf=request.headers.get(CSRF_HEADER), method=request.method,
+        origin=request.headers.get("origin"),
+    )
+
+
+def authenticate(session: Session, creds: Credentials, now: datetime, policy: SessionPolicy,
+                 console_origin: str) -> Principal:
+    if creds.bearer is not None:
+        if not creds.bearer.startswith(IdPrefix.CLI_GRANT_TOKEN.value):
+            raise ApiError("developer_auth_required", 401, "The developer API takes a CLI "
+                           "grant (zcli_...), not an API key; run `svc auth browser`.")
+        grant = grant_for_token(session, creds.bearer, now)
+        grant.last_used_at = now
+        return Principal(grant.developer_id, tuple(organization_ids(session, grant.developer_id)),
+                         grant=grant)
+    record = load_session(session, creds.cookie, now, policy)
+    if record is None:
+        raise ApiError("developer_auth_required", 401, "Log in to the console, or send a CLI "
+                       "grant as 'Authorization: Bearer zcli_...'.")
+    if creds.method not in SAFE_METHODS:
+        check_csrf(record, creds.csrf, creds.origin, console_origin)
+    return Principal(record.developer_id,
+                     tuple(organization_ids(session, record.developer_id)),
+                     console_session=record)
+
+
+def check_csrf(record: ConsoleSession, token: str | None, origin: str | None,
+               console_origin: str) -> None:
+    if origin is not None and origin != console_origin:
+        raise ApiError("csrf_failed", 403, "Cross-origin requests to the console are refused.")
+    if not token or not same(token, record.csrf_token):
+        raise ApiError("csrf_failed", 403, "Missing or wrong CSRF token; reload the page.")

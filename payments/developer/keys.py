@@ -1,0 +1,86 @@
+"""Backend API keys (spec 5.1, 2.6): ``zpk_`` secrets shown once, kept only as hashes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from payments.developer.models import ApiKey
+from payments.developer.tokens import new_token, token_hash
+from payments.errors import ApiError
+from payments.ids import IdPrefix
+
+DEFAULT_KEY_SCOPES = ("orders:create", "orders:read", "receipts:read", "deliveries:read")
+EXTRA_KEY_SCOPES = ("charges:create", "connections:create", "connections:read")
+KEY_SCOPES = DEFAULT_KEY_SCOPES + EXTRA_KEY_SCOPES
+ENVIRONMENTS = ("test", "live")
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    secret: str  # returned once, never stored
+    key: ApiKey
+
+
+def mask(secret: str) -> str:
+    """``zpk_test_…`` preview: the environment and the last four characters only."""
+    head, _, body = secret.partition("_")
+    environment, _, rest = body.partition("_")
+    return f"{head}_{environment}_…{rest[-4:]}"
+
+
+def check_key_scopes(scopes: list[str] | None) -> list[str]:
+    if scopes is None:
+        return list(DEFAULT_KEY_SCOPES)
+    unknown = [s for s in scopes if s not in KEY_SCOPES]
+    if unknown:
+        raise ApiError("invalid_scope", 422, f"Unknown API key scope(s): {', '.join(unknown)}. "
+                       f"Keys can hold: {', '.join(KEY_SCOPES)}.", scopes=unknown)
+    if not scopes:
+        raise ApiError("invalid_scope", 422, "New keys need explicit scopes; empty scope lists "
+                       "exist only on legacy keys.")
+    return sorted(set(scopes), key=KEY_SCOPES.index)
+
+
+def create_key(session: Session, *, organization_id: str, app_id: str | None, label: str,
+               scopes: list[str] | None, environment: str, created_by: str | None,
+               now: datetime) -> CreatedKey:
+    if environment not in ENVIRONMENTS:
+        raise ApiError("invalid_environment", 422, "environment must be 'test' or 'live'.")
+    label = label.strip()
+    if len(label) > 120:
+        raise ApiError("invalid_label", 422, "Labels are at most 120 characters.")
+    secret = new_token(f"{IdPrefix.API_KEY.value}{environment}_", 24)
+    key = ApiKey(organization_id=organization_id, app_id=app_id, label=label,
+                 environment=environment, scopes=check_key_scopes(scopes),
+                 secret_hash=token_hash(secret), preview=mask(secret), created_by=created_by,
+                 created_at=now)
+    session.add(key)
+    session.flush()
+    return CreatedKey(secret, key)
+
+
+def key_for_secret(session: Session, secret: str | None) -> ApiKey:
+    if not secret or not secret.startswith(IdPrefix.API_KEY.value):
+        raise ApiError("valid_api_key_required", 401, "Send a valid zpk_ key as "
+                       "'Authorization: Bearer <key>' or 'x-svc-secret-key'.")
+    key = session.scalar(select(ApiKey).where(ApiKey.secret_hash == token_hash(secret)))
+    if key is None or key.revoked_at is not None:
+        raise ApiError("valid_api_key_required", 401, "This API key is not valid or was "
+                       "revoked.")
+    return key
+
+
+def require_key_scope(key: ApiKey, scope: str) -> None:
+    # Legacy keys with an empty scope list keep working during migration (spec 5.1 item 3).
+    if key.scopes and scope not in key.scopes:
+        raise ApiError("api_key_scope_missing", 403, f"This API key lacks the scope '{scope}'.",
+                       scope=scope)
+
+
+def revoke_key(key: ApiKey, now: datetime) -> None:
+    if key.revoked_at is None:
+        key.revoked_at = now

@@ -1,0 +1,105 @@
+"""OpenAPI paths of the developer API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+GRANT: list[dict[str, list[str]]] = [{"cliGrant": []}, {"consoleSession": []}]
+ERR = {"$ref": "#/components/responses/Error"}
+
+
+def _op(summary: str, *, scope: str | None = None, secured: bool = True, status: str = "200",
+        body: dict[str, Any] | None = None) -> dict[str, Any]:
+    description = summary
+    if scope:
+        description += f" CLI grants need the scope `{scope}`; a console session may act on " \
+                       "every app of its organization."
+    op: dict[str, Any] = {"summary": summary, "description": description, "responses": {
+        status: {"description": "success"}, "400": ERR, "401": ERR, "403": ERR, "404": ERR,
+        "422": ERR, "429": ERR}}
+    if secured:
+        op["security"] = GRANT
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {
+            "schema": body}}}
+    return op
+
+
+def _obj(**props: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "additionalProperties": True}
+
+
+STR = {"type": "string"}
+STRS = {"type": "array", "items": STR}
+APP_REF = {"name": "app", "in": "path", "required": True, "schema": STR,
+           "description": "app id (zapp_...) or slug"}
+
+
+def developer_paths() -> dict[str, Any]:
+    p = "/api/developer"
+    product_body = _obj(template=STR, slug=STR, sku=STR, name=STR, priceAtomic=STR,
+                        riskMode={"enum": ["optimistic", "settled_first"]},
+                        pricing={"enum": ["fixed", "dynamic_order"]}, minAmountAtomic=STR,
+                        maxAmountAtomic=STR, riskPolicy={"type": "object"},
+                        fulfillmentAdapter={"const": "webhook"},
+                        fulfillmentConfig={"type": "object"})
+    return {
+        f"{p}/me": {"get": _op("Who is calling: developer, organizations, and the grant.")},
+        f"{p}/templates": {"get": _op("Default product templates (spec 2.3).", secured=False)},
+        f"{p}/apps": {
+            "get": _op("List the apps the caller may read.", scope="apps:read"),
+            "post": _op("Create an app (console session only; operators are notified).",
+                        status="201", body=_obj(name=STR, slug=STR, type=STR, headline=STR,
+                                                payTo=STR, tags=STRS)),
+        },
+        f"{p}/apps/{{app}}": {
+            "parameters": [APP_REF],
+            "get": _op("One app.", scope="apps:read"),
+            "patch": _op("Change an app; a new payTo moves payToStatus to testing.",
+                         scope="apps:write", body=_obj(name=STR, headline=STR, entryUrl=STR,
+                                                       type=STR, payTo=STR, tags=STRS,
+                                                       distributionTargets=STRS)),
+        },
+        f"{p}/apps/{{app}}/products": {
+            "parameters": [APP_REF],
+            "get": _op("List products.", scope="apps:read"),
+            "post": _op("Create a product from a template and/or fields.",
+                        scope="products:write", status="201", body=product_body),
+        },
+        f"{p}/apps/{{app}}/products/{{product}}": {
+            "parameters": [APP_REF, {"name": "product", "in": "path", "required": True,
+                                     "schema": STR}],
+            "patch": _op("Change a product.", scope="products:write", body=product_body),
+        },
+        f"{p}/apps/{{app}}/keys": {
+            "parameters": [APP_REF],
+            "get": _op("List API keys (masked previews only).", scope="apps:read"),
+            "post": _op("Create a zpk_ key; the secret is in this response only.",
+                        scope="keys:create", status="201",
+                        body=_obj(label=STR, scopes=STRS, environment=STR)),
+        },
+        f"{p}/apps/{{app}}/keys/{{key}}/revoke": {
+            "parameters": [APP_REF, {"name": "key", "in": "path", "required": True,
+                                     "schema": STR}],
+            "post": _op("Revoke an API key.", scope="keys:create"),
+        },
+        f"{p}/cli/auth-requests": {"post": _op(
+            "Start a CLI sign-in (browser or device flow); returns deviceCode and userCode.",
+            secured=False, status="201", body=_obj(app=STR, scopes=STRS,
+                                                   ttlSeconds={"type": "integer"}))},
+        f"{p}/cli/token": {"post": _op(
+            "Poll with the deviceCode: authorization_pending until approved, then the grant "
+            "token (once).", secured=False, body=_obj(deviceCode=STR))},
+        f"{p}/cli/grant": {
+            "get": _op("The calling CLI grant."),
+            "delete": _op("Revoke the calling CLI grant."),
+        },
+    }
+
+
+SECURITY_SCHEMES = {
+    "cliGrant": {"type": "http", "scheme": "bearer",
+                 "description": "A CLI grant token (zcli_...), scoped to one app, expiring."},
+    "consoleSession": {"type": "apiKey", "in": "cookie", "name": "svc_console",
+                       "description": "Console host only; mutations need x-csrf-token."},
+}

@@ -1,0 +1,73 @@
+"""What the developer API and console pages need, passed in by the composition root."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TypeVar
+
+import anyio.to_thread
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.db import utcnow
+from payments.developer.passwords import Passwords
+from payments.developer.sessions import SessionPolicy
+from payments.errors import ApiError
+from payments.mail import Mailer
+from payments.ratelimit import Limit, RateLimiter
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Numbers for spec 8 item 2; per client address or per account as the key says."""
+
+    signup: Limit = Limit("signup", 10, 3600)
+    login: Limit = Limit("login", 10, 300)
+    verify: Limit = Limit("verify", 10, 900)
+    key_management: Limit = Limit("key-management", 30, 60)
+    grant_approval: Limit = Limit("grant-approval", 20, 600)
+    cli_request: Limit = Limit("cli-request", 30, 600)
+
+
+@dataclass(frozen=True)
+class DeveloperServices:
+    sessions: Callable[[], sessionmaker[Session]]
+    limiter: Callable[[], RateLimiter]
+    mailer: Mailer
+    passwords: Passwords
+    policy: SessionPolicy
+    base_url: str
+    console_url: str
+    secure_cookies: bool
+    limits: Limits = field(default_factory=Limits)
+    clock: Callable[[], datetime] = utcnow
+
+    async def run(self, work: Callable[[Session], T]) -> T:
+        """Run ``work`` in one transaction on a worker thread.
+
+        An :class:`ApiError` with ``keep_changes`` commits what was written before it was
+        raised (e.g. a failed verification attempt is counted); any other error rolls back.
+        """
+        factory = self.sessions()
+
+        def unit() -> T:
+            with factory() as session:
+                session.begin()
+                try:
+                    result = work(session)
+                except ApiError as exc:
+                    if exc.keep_changes:
+                        session.commit()
+                    else:
+                        session.rollback()
+                    raise
+                except BaseException:
+                    session.rollback()
+                    raise
+                session.commit()
+                return result
+
+        return await anyio.to_thread.run_sync(unit)

@@ -1,0 +1,93 @@
+"""Reading requests safely: bounded JSON bodies and typed fields, errors in the envelope."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from payments.errors import ApiError
+
+MAX_JSON_BYTES = 64 * 1024
+
+
+async def read_json(request: Request, max_bytes: int = MAX_JSON_BYTES) -> dict[str, Any]:
+    """The request's JSON object, or an :class:`ApiError` that says what is wrong."""
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise ApiError("unsupported_media_type", 415, "Send the body as application/json.")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise ApiError("payload_too_large", 413, f"The body is over {max_bytes} bytes.")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise ApiError("payload_too_large", 413, f"The body is over {max_bytes} bytes.")
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ApiError("invalid_json", 400, "The body is not valid JSON.") from None
+    if not isinstance(value, dict):
+        raise ApiError("invalid_json", 400, "The body must be a JSON object.")
+    return value
+
+
+def field_str(body: dict[str, Any], name: str, *, required: bool = True, max_length: int = 500,
+              default: str | None = None) -> str | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise ApiError("missing_field", 422, f"'{name}' is required.", field=name)
+        return default
+    if not isinstance(value, str):
+        raise ApiError("invalid_field", 422, f"'{name}' must be a string.", field=name)
+    if len(value) > max_length:
+        raise ApiError("invalid_field", 422, f"'{name}' is longer than {max_length} characters.",
+                       field=name)
+    return value
+
+
+def required_str(body: dict[str, Any], name: str, max_length: int = 500) -> str:
+    value = field_str(body, name, max_length=max_length)
+    assert value is not None
+    return value
+
+
+def field_str_list(body: dict[str, Any], name: str, *, max_items: int = 50) -> list[str] | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if (not isinstance(value, list) or len(value) > max_items
+            or not all(isinstance(v, str) and len(v) <= 200 for v in value)):
+        raise ApiError("invalid_field", 422, f"'{name}' must be a list of strings.", field=name)
+    return list(value)
+
+
+def field_int(body: dict[str, Any], name: str, *, minimum: int | None = None,
+              maximum: int | None = None) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError("invalid_field", 422, f"'{name}' must be an integer.", field=name)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise ApiError("invalid_field", 422, f"'{name}' is out of range.", field=name)
+    return value
+
+
+def atomic_amount(value: Any, name: str) -> int:
+    """An amount in atomic units: a non-negative integer string (or integer) on the wire."""
+    if isinstance(value, bool):
+        raise ApiError("invalid_amount", 422, f"'{name}' must be an integer string.", field=name)
+    if isinstance(value, int):
+        amount = value
+    elif isinstance(value, str) and value.isdigit() and len(value) <= 30:
+        amount = int(value)
+    else:
+        raise ApiError("invalid_amount", 422, f"'{name}' must be a whole number of atomic units "
+                       "(e.g. \"10000\" for 0.01 USDC).", field=name)
+    if amount < 0 or amount >= 2**63:
+        raise ApiError("invalid_amount", 422, f"'{name}' is out of range.", field=name)
+    return amount
