@@ -7,6 +7,7 @@ CSRF, or a grant). Paths are ours and described in the OpenAPI document.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -59,7 +60,10 @@ class DeveloperApi:
 
     def routes(self) -> list[Route]:
         p = "/api/developer"
-        return [
+        console_only = [
+            Route(f"{p}/cli/approve", self.answer_cli_request, methods=["POST"]),
+        ] if self.accept_session else []
+        return [*console_only,
             Route(f"{p}/me", self.me, methods=["GET"]),
             Route(f"{p}/templates", self.templates, methods=["GET"]),
             Route(f"{p}/apps", self.list_apps, methods=["GET"]),
@@ -298,6 +302,22 @@ class DeveloperApi:
                                                                app.slug if app else "")}
         return JSONResponse(await self.s.run(work), headers={"cache-control": "no-store"})
 
+    async def answer_cli_request(self, request: Request) -> Response:
+        """Approve or deny a pending CLI sign-in; a console session only, never a grant."""
+        body = await read_json(request)
+        code = required_str(body, "userCode", 32)
+        decision = required_str(body, "decision", 16)
+        if decision not in ("approve", "deny"):
+            raise ApiError("invalid_field", 422, "'decision' must be approve or deny.",
+                           field="decision")
+        app_ref = field_str(body, "app", required=False, max_length=63)
+        await enforce(self.s.limiter(), self.s.limits.grant_approval, client_ip(request))
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            who.require_session("Approving a CLI sign-in")
+            return answer_cli_request(session, who, code, decision, app_ref, self.s.clock())
+        return JSONResponse(await self._as(request, work))
+
     async def current_grant(self, request: Request) -> Response:
         def work(session: Session, who: Principal) -> dict[str, Any]:
             grant = self._grant_of(who)
@@ -319,3 +339,22 @@ class DeveloperApi:
             raise ApiError("developer_grant_required", 400, "Send the CLI grant to inspect or "
                            "revoke it.")
         return who.grant
+
+
+def answer_cli_request(session: Session, who: Principal, code: str, decision: str,
+                       app_ref: str | None, now: datetime) -> dict[str, Any]:
+    """Shared by the JSON endpoint and the console's approval page."""
+    record = grants.pending_request(session, code, now)
+    if decision == "deny":
+        grants.deny(record)
+        return {"status": record.status.value}
+    ref = app_ref or record.app_slug
+    if ref is None:
+        raise ApiError("missing_field", 422, "Choose the app this CLI grant is for.",
+                       field="app")
+    app = who.app(session, ref, "apps:read")
+    if record.app_slug is not None and app.slug != record.app_slug:
+        raise ApiError("developer_cli_app_mismatch", 409, f"The CLI asked for app "
+                       f"'{record.app_slug}', not '{app.slug}'.")
+    grants.approve(record, developer_id=who.developer_id, app=app)
+    return {"status": record.status.value, "app": app.slug, "scopes": list(record.scopes)}

@@ -90,6 +90,10 @@ def developer_paths() -> dict[str, Any]:
         f"{p}/cli/token": {"post": _op(
             "Poll with the deviceCode: authorization_pending until approved, then the grant "
             "token (once).", secured=False, body=_obj(deviceCode=STR))},
+        f"{p}/cli/approve": {"post": _op(
+            "Console host, console session only: approve or deny a pending CLI sign-in by "
+            "its user code.", body=_obj(userCode=STR, decision={"enum": ["approve", "deny"]},
+                                        app=STR))},
         f"{p}/cli/grant": {
             "get": _op("The calling CLI grant."),
             "delete": _op("Revoke the calling CLI grant."),
