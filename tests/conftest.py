@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments import migrate
 from payments.db import make_engine, make_sessionmaker
+from tests.support.router import RouterFactory, router_factory
 from tests.support.services import postgres_server, redis_server
 
 _counter = itertools.count()
@@ -78,3 +79,9 @@ def sessions(db_url: str) -> Iterator[sessionmaker[Session]]:
     engine = make_engine(db_url)
     yield make_sessionmaker(engine)
     engine.dispose()
+
+
+@pytest.fixture
+def start_router(db_url: str) -> RouterFactory:
+    """``with start_router(**setting_overrides) as router:``, on SQLite and PostgreSQL."""
+    return router_factory(db_url)

@@ -37,3 +37,34 @@ def update_app(sessions: sessionmaker[Session], slug: str, **fields: Any) -> Non
         app = session.scalars(select(App).where(App.slug == slug)).one()
         for key, value in fields.items():
             setattr(app, key, value)
+
+
+def add_developer(sessions: sessionmaker[Session], username: str = "dev1",
+                  password: str = "correct horse battery",
+                  email: str | None = None) -> tuple[str, str]:
+    """A verified developer with an organization; returns (developer_id, organization_id)."""
+    from payments.db import utcnow
+    from payments.developer.accounts import register, verify_email
+    from payments.developer.passwords import Passwords
+    email = email or f"{username}@example.com"
+    with transaction(sessions) as session:
+        issued = register(session, Passwords(), email=email, username=username,
+                          password=password, now=utcnow())
+        verify_email(session, email=email, code=issued.code, now=utcnow())
+        from payments.developer.accounts import organization_ids
+        return issued.developer.id, organization_ids(session, issued.developer.id)[0]
+
+
+def open_console_session(sessions: sessionmaker[Session], developer_id: str) -> tuple[str, str]:
+    """A live console session; returns (cookie token, csrf token)."""
+    from payments.db import utcnow
+    from payments.developer.sessions import SessionPolicy, open_session
+    with transaction(sessions) as session:
+        opened = open_session(session, developer_id, utcnow(), SessionPolicy())
+        return opened.token, opened.record.csrf_token
+
+
+def add_owned_app(sessions: sessionmaker[Session], organization_id: str, slug: str,
+                  **fields: Any) -> App:
+    return add_app(sessions, slug, fields.pop("origin", None), organization_id=organization_id,
+                   **fields)

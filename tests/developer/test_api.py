@@ -1,0 +1,275 @@
+"""The JSON developer API through a real router: grants, scopes, keys, apps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.db import transaction, utcnow
+from payments.developer import grants
+from payments.developer.keys import key_for_secret, require_key_scope
+from payments.developer.models import ApiKey, CliGrant, OperatorNotification
+from payments.errors import ApiError
+from payments.models import App, PayToStatus
+from tests.factories import add_developer, add_owned_app, open_console_session
+from tests.router.conftest import RouterFactory, RunningRouter
+
+
+@dataclass
+class World:
+    router: RunningRouter
+    sessions: sessionmaker[Session]
+    developer_id: str
+    org_id: str
+
+    def api(self, token: str | None = None) -> httpx.Client:
+        headers = {"host": f"api.localhost:{self.router.port}"}
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        return httpx.Client(base_url=self.router.url, headers=headers, timeout=10)
+
+    def console(self) -> httpx.Client:
+        cookie, csrf = open_console_session(self.sessions, self.developer_id)
+        return httpx.Client(base_url=self.router.url, timeout=10, headers={
+            "host": f"console.localhost:{self.router.port}", "x-csrf-token": csrf,
+            "cookie": f"svc_console={cookie}"})
+
+    def grant(self, slug: str, scopes: list[str], ttl: int = 7200) -> str:
+        """A CLI grant through the real device flow: request, approve, redeem."""
+        with self.api() as api:
+            started = api.post("/api/developer/cli/auth-requests",
+                               json={"app": slug, "scopes": scopes, "ttlSeconds": ttl}).json()
+            pending = api.post("/api/developer/cli/token",
+                               json={"deviceCode": started["deviceCode"]})
+            assert pending.status_code == 400
+            assert pending.json()["code"] == "authorization_pending"
+        with self.console() as console:
+            answer = console.post("/api/developer/cli/approve", json={
+                "userCode": started["userCode"].replace("-", "").lower(), "decision": "approve"})
+            assert answer.status_code == 200, answer.text
+        with self.api() as api:
+            issued = api.post("/api/developer/cli/token",
+                              json={"deviceCode": started["deviceCode"]})
+            assert issued.status_code == 200, issued.text
+            again = api.post("/api/developer/cli/token",
+                             json={"deviceCode": started["deviceCode"]})
+            assert again.status_code == 400  # a device code is redeemed once
+        token: str = issued.json()["token"]
+        assert token.startswith("zcli_")
+        return token
+
+
+@pytest.fixture
+def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[World]:
+    developer_id, org_id = add_developer(sessions)
+    add_owned_app(sessions, org_id, "game")
+    with start_router() as router:
+        yield World(router, sessions, developer_id, org_id)
+
+
+def test_grant_scopes_and_app_binding(world: World) -> None:
+    other_dev, other_org = add_developer(world.sessions, "dev2")
+    add_owned_app(world.sessions, other_org, "theirs")
+    add_owned_app(world.sessions, world.org_id, "second")
+    token = world.grant("game", ["apps:read"])
+    with world.api(token) as api:
+        me = api.get("/api/developer/me").json()
+        assert me["via"] == "grant"
+        assert me["grant"]["app"] == "game"
+        assert me["grant"]["scopes"] == ["apps:read"]
+        assert api.get("/api/developer/apps/game").json()["app"]["slug"] == "game"
+        listed = api.get("/api/developer/apps").json()["apps"]
+        assert [a["slug"] for a in listed] == ["game"]  # the grant's one app only
+        missing = api.patch("/api/developer/apps/game", json={"headline": "x"})
+        assert missing.status_code == 403
+        body = missing.json()
+        assert body["code"] == "developer_cli_scope_missing"
+        assert body["scope"] == "apps:write"
+        assert body["command"] == "svc auth browser --app game --scopes apps:read,apps:write"
+        assert api.get("/api/developer/apps/second").json()["code"] == \
+            "developer_cli_app_mismatch"
+        assert api.get("/api/developer/apps/theirs").status_code == 404
+        assert api.post("/api/developer/apps", json={"name": "New"}).json()["code"] == \
+            "developer_session_required"
+
+
+def test_expired_and_revoked_grants_are_refused(world: World) -> None:
+    token = world.grant("game", ["apps:read"])
+    with transaction(world.sessions) as session:
+        session.execute(update(CliGrant).values(expires_at=utcnow() - timedelta(seconds=1)))
+    with world.api(token) as api:
+        response = api.get("/api/developer/apps/game")
+        assert response.status_code == 401
+        assert response.json()["code"] == "developer_grant_expired"
+    fresh = world.grant("game", ["apps:read"])
+    with world.api(fresh) as api:
+        assert api.delete("/api/developer/cli/grant").status_code == 200
+        assert api.get("/api/developer/me").json()["code"] == "developer_auth_required"
+
+
+def test_grants_refuse_unknown_scopes_and_ttls(world: World) -> None:
+    with world.api() as api:
+        for body, code in (({"scopes": ["admin"]}, "invalid_scope"),
+                           ({"scopes": ["settlement:run"]}, "invalid_scope"),
+                           ({"ttlSeconds": 10**9}, "invalid_ttl"),
+                           ({"ttlSeconds": "2h"}, "invalid_field"),
+                           ({"app": "Not A Slug"}, "invalid_app")):
+            response = api.post("/api/developer/cli/auth-requests", json=body)
+            assert response.status_code == 422, body
+            assert response.json()["code"] == code
+
+
+def test_denied_request(world: World) -> None:
+    with world.api() as api:
+        started = api.post("/api/developer/cli/auth-requests", json={"app": "game"}).json()
+    with world.console() as console:
+        assert console.post("/api/developer/cli/approve", json={
+            "userCode": started["userCode"], "decision": "deny"}).json()["status"] == "denied"
+        again = console.post("/api/developer/cli/approve", json={
+            "userCode": started["userCode"], "decision": "approve"})
+        assert again.status_code == 409
+    with world.api() as api:
+        response = api.post("/api/developer/cli/token", json={"deviceCode": started["deviceCode"]})
+        assert response.json()["code"] == "access_denied"
+
+
+def test_api_keys_secret_shown_once(world: World) -> None:
+    token = world.grant("game", ["apps:read", "keys:create"])
+    with world.api(token) as api:
+        created = api.post("/api/developer/apps/game/keys", json={
+            "label": "backend", "scopes": ["orders:create", "deliveries:read"]})
+        assert created.status_code == 201
+        assert created.headers["cache-control"] == "no-store"
+        secret = created.json()["secret"]
+        assert secret.startswith("zpk_test_")
+        listing = api.get("/api/developer/apps/game/keys")
+        assert secret not in listing.text
+        key = listing.json()["keys"][0]
+        assert key["preview"] == f"zpk_test_…{secret[-4:]}"
+        assert api.post("/api/developer/apps/game/keys", json={"scopes": []}).status_code == 422
+    with world.sessions() as session:
+        stored = session.scalars(select(ApiKey)).one()
+        assert secret not in (stored.secret_hash, stored.preview)
+        found = key_for_secret(session, secret)
+        require_key_scope(found, "orders:create")
+        with pytest.raises(ApiError) as caught:
+            require_key_scope(found, "charges:create")
+        assert caught.value.code == "api_key_scope_missing"
+        assert caught.value.extra["scope"] == "charges:create"
+        found.scopes = []  # a legacy key: empty scopes still work during migration
+        require_key_scope(found, "charges:create")
+    with world.api(token) as api:
+        revoked = api.post(f"/api/developer/apps/game/keys/{key['id']}/revoke")
+        assert revoked.json()["key"]["revokedAt"] is not None
+    with world.sessions() as session, pytest.raises(ApiError) as caught:
+        key_for_secret(session, secret)
+    assert caught.value.code == "valid_api_key_required"
+
+
+def test_console_session_creates_app_and_notifies_operators(world: World) -> None:
+    with world.console() as console:
+        created = console.post("/api/developer/apps", json={"name": "Star Miner",
+                                                            "tags": ["space"]})
+        assert created.status_code == 201, created.text
+        app = created.json()["app"]
+        assert app["slug"] == "star-miner"
+        assert app["payToStatus"] == "unbound"
+        reserved = console.post("/api/developer/apps", json={"name": "Admin"})
+        assert reserved.json()["code"] == "reserved_slug"
+        changed = console.patch("/api/developer/apps/star-miner",
+                                json={"payTo": "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"})
+        assert changed.json()["app"]["payToStatus"] == "testing"
+        bad = console.patch("/api/developer/apps/star-miner", json={"payTo": "0x123"})
+        assert bad.json()["code"] == "invalid_pay_to"
+        product = console.post("/api/developer/apps/star-miner/products",
+                               json={"template": "unlock_level"})
+        assert product.status_code == 201
+        assert product.json()["product"]["priceAtomic"] == "30000"
+        tip = console.post("/api/developer/apps/star-miner/products",
+                           json={"template": "tip_creator"}).json()["product"]
+        assert tip["pricing"] == "dynamic_order"
+        duplicate = console.post("/api/developer/apps/star-miner/products",
+                                 json={"template": "unlock_level"})
+        assert duplicate.status_code == 409
+    with world.sessions() as session:
+        note = session.scalars(select(OperatorNotification)).one()
+        assert note.kind.value == "developer_app_requested"
+        stored = session.scalars(select(App).where(App.slug == "star-miner")).one()
+        assert stored.organization_id == world.org_id
+        assert stored.pay_to_status is PayToStatus.TESTING
+
+
+@pytest.mark.parametrize(("method", "path", "body", "code"), [
+    ("POST", "/api/developer/apps", b"{not json", "invalid_json"),
+    ("POST", "/api/developer/apps", b"[]", "invalid_json"),
+    ("POST", "/api/developer/apps", b'{"name": 5}', "invalid_field"),
+    ("POST", "/api/developer/apps", b'{"name": "x", "tags": "a"}', "invalid_field"),
+    ("POST", "/api/developer/apps/game/products", b'{"slug": "a", "name": "A", '
+     b'"priceAtomic": "-5"}', "invalid_amount"),
+    ("POST", "/api/developer/apps/game/products", b'{"slug": "a", "name": "A", '
+     b'"priceAtomic": 1.5}', "invalid_amount"),
+    ("POST", "/api/developer/apps/game/products", b'{"slug": "a", "name": "A", '
+     b'"priceAtomic": "10", "riskMode": "yolo"}', "invalid_field"),
+    ("POST", "/api/developer/apps", b"x" * 70_000, "payload_too_large"),
+])
+def test_bad_input_gets_the_envelope(world: World, method: str, path: str, body: bytes,
+                                     code: str) -> None:
+    with world.console() as console:
+        response = console.request(method, path, content=body,
+                                   headers={"content-type": "application/json"})
+    assert 400 <= response.status_code < 500, response.text
+    assert response.json()["code"] == code
+
+
+def test_wrong_content_type_and_no_auth(world: World) -> None:
+    with world.console() as console:
+        response = console.post("/api/developer/apps", content=b"name=x",
+                                headers={"content-type": "application/x-www-form-urlencoded"})
+        assert response.status_code == 415
+    with world.api() as api:
+        response = api.get("/api/developer/apps")
+        assert response.status_code == 401
+        assert response.json()["code"] == "developer_auth_required"
+        key_like = api.get("/api/developer/apps", headers={"authorization": "Bearer zpk_x"})
+        assert "not an API key" in key_like.json()["message"]
+
+
+def test_grant_redeem_only_once_under_concurrency(sessions: sessionmaker[Session],
+                                                  db_url: str) -> None:
+    """Two pollers racing on an approved device code get one grant between them."""
+    import threading
+    developer_id, org_id = add_developer(sessions)
+    app = add_owned_app(sessions, org_id, "game")
+    with transaction(sessions) as session:
+        started = grants.start_request(session, app_slug="game", scopes=None, ttl_seconds=None,
+                                       now=utcnow())
+        record = grants.pending_request(session, started.record.user_code, utcnow())
+        grants.approve(record, developer_id=developer_id, app=session.get(App, app.id))
+    results: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def poll() -> None:
+        barrier.wait()
+        try:
+            with transaction(sessions) as session:
+                grants.redeem(session, started.device_code, utcnow())
+            results.append("granted")
+        except ApiError as exc:
+            results.append(exc.code)
+        except Exception as exc:  # a serialization failure is also "not granted twice"
+            results.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=poll) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results.count("granted") == 1
+    with sessions() as session:
+        assert len(session.scalars(select(CliGrant)).all()) == 1
