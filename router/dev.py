@@ -13,22 +13,16 @@ from payments.models import (
     DomainRequestStatus,
     ListingStatus,
     PayToStatus,
-    Product,
     RuntimeStatus,
 )
+from payments.products import create_product
 
 DEMO_SLUG = "demo"
 # A well-known dev address (Hardhat's second default account); never a real recipient.
 DEMO_PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
-# Default templates of spec 2.3 with their prices (atomic USDC, 6 decimals).
-DEMO_PRODUCTS = (
-    ("zent", "Zent", 10_000, "zent"),
-    ("retry", "Retry / Continue", 10_000, "retry"),
-    ("unlock-level", "Unlock Level", 30_000, "unlock_level"),
-    ("generate-once", "Generate Once", 50_000, "generate_once"),
-    ("export", "Export / Download", 100_000, "export"),
-)
+# The default templates of spec 2.3, Tip Creator (order-priced) aside.
+DEMO_TEMPLATES = ("zent", "retry_continue", "unlock_level", "generate_once", "export_download")
 
 
 def seed_demo(sessions: sessionmaker[Session], origin: str) -> str:
@@ -46,10 +40,9 @@ def seed_demo(sessions: sessionmaker[Session], origin: str) -> str:
         app.runtime_origin = origin
         app.runtime_status = RuntimeStatus.ACTIVE
         app.runtime_domain_request_status = DomainRequestStatus.APPROVED
-        existing = {p.slug for p in app.products}
-        for slug, name, price, template in DEMO_PRODUCTS:
-            if slug not in existing:
-                session.add(Product(app=app, slug=slug, sku=slug, name=name,
-                                    price_atomic=price, template=template))
+        existing = {p.template for p in app.products}
+        for template in DEMO_TEMPLATES:
+            if template not in existing:
+                create_product(session, app, {"template": template})
         session.flush()
         return app.id
