@@ -1,0 +1,714 @@
+"""Runtime proxy vs nginx as a reverse proxy, in front of the same 1 KB upstream.
+
+    .venv/bin/python bench/proxy_bench.py [--duration 10] [--rounds 3] [--dry-run]
+    .venv/bin/python bench/proxy_bench.py --profile [--duration 10]
+
+Targets, all on 127.0.0.1 and all started by this script (and stopped by it, by pid):
+
+- upstream: nginx (1 worker) answering every path with a fixed 1,024-byte text body;
+- nginx proxy: nginx (1 worker) with an ``upstream`` block (``keepalive 64``, HTTP/1.1,
+  ``Connection ""``) in front of the upstream;
+- router: ``router.app.create_app(settings)`` under ``router.cli.server_config`` in its own
+  process, exactly as ``svc-server`` runs it, with one seeded app (``bench``) whose runtime
+  origin is the upstream; requests carry ``Host: bench.apps.localhost:<port>``;
+- reference: a Starlette app answering the same 1 KB itself, under the same uvicorn config
+  (a ceiling for anything uvicorn serves; no upstream).
+
+Each target is checked to answer 200 with exactly the 1 KB body, then loaded with
+``wrk -t1 -c64 -d<duration>s --latency`` after a 2 s warm-up, interleaved (nginx, router,
+reference) for ``--rounds`` rounds. The medians of rounds and every round's raw figures go
+to stdout and, unless --dry-run, to the "Runtime proxy vs nginx" section of
+docs/BENCHMARKS.md (replacing an earlier run of this section only).
+
+``--profile`` instead runs the router under cProfile (enabled only while wrk runs) and
+prints where its CPU time goes; nothing is written to docs/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import http.client
+import os
+import platform
+import pstats
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from router.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORT = ROOT / "docs" / "BENCHMARKS.md"
+HEADING = "## Runtime proxy vs nginx (bench/proxy_bench.py)"
+SLUG = "bench"
+# 1,024 bytes, no characters that need escaping in an nginx string.
+BODY = ("svc-proxy-bench-" * 64).encode()
+assert len(BODY) == 1024
+CONNECTIONS = 64
+THREADS = 1
+WARMUP = 2
+TARGET_THROUGHPUT = 0.30  # router req/s >= 30% of nginx's
+TARGET_P99 = 3.0  # router p99 <= 3x nginx's
+NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+WRK = shutil.which("wrk") or "wrk"
+
+
+# --------------------------------------------------------------------------- launchers
+# ``--serve router|reference`` runs in the child process: it is the "production" side.
+
+
+def _settings(port: int, tmp: Path) -> Settings:
+    from router.settings import Settings
+
+    base = f"localhost:{port}"
+    return Settings(
+        mode="dev", database_url=f"sqlite:///{tmp / 'router.db'}", bind_port=port,
+        apps_port=port, base_url=f"http://api.{base}", portal_url=f"http://portal.{base}",
+        console_url=f"http://console.{base}", docs_url=f"http://docs.{base}",
+    )
+
+
+def _seed(database_url: str, origin: str) -> None:
+    """One served app, as tests/factories.py ``add_app`` makes it."""
+    from payments import migrate
+    from payments.db import make_engine, make_sessionmaker, transaction
+    from payments.models import App, DomainRequestStatus, ListingStatus, RuntimeStatus
+
+    engine = make_engine(database_url)
+    try:
+        migrate.upgrade(engine)
+        with transaction(make_sessionmaker(engine)) as session:
+            session.add(App(
+                name="Bench", slug=SLUG, runtime_origin=origin,
+                runtime_status=RuntimeStatus.ACTIVE,
+                runtime_domain_request_status=DomainRequestStatus.APPROVED,
+                portal_listing_status=ListingStatus.LISTED,
+            ))
+    finally:
+        engine.dispose()
+
+
+def _reference_app() -> Starlette:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+
+    async def answer(request: Request) -> PlainTextResponse:
+        return PlainTextResponse(BODY)
+
+    return Starlette(routes=[Route("/", answer)])
+
+
+def serve(kind: str, port: int, tmp: Path, upstream: str | None, profile: Path | None) -> None:
+    import uvicorn
+
+    from router.cli import server_config
+
+    settings = _settings(port, tmp)
+    app: object
+    if kind == "router":
+        from router.app import create_app
+
+        assert upstream is not None
+        _seed(settings.database_url, upstream)
+        app = create_app(settings)
+    else:
+        app = _reference_app()
+    server = uvicorn.Server(server_config(app, settings, log_level="warning"))
+    if profile is None:
+        server.run()
+        return
+    # SIGUSR1 starts the profiler, SIGUSR2 stops it and writes the stats: only the
+    # measured window is profiled, not imports, migrations or the warm-up.
+    # CPU time, not wall time: on a shared 2-core box a descheduled syscall would otherwise
+    # look like work.
+    profiler = cProfile.Profile(time.process_time)
+    signal.signal(signal.SIGUSR1, lambda *_: profiler.enable())
+
+    def dump(*_: object) -> None:
+        profiler.disable()
+        profiler.dump_stats(profile)
+
+    signal.signal(signal.SIGUSR2, dump)
+    server.run()
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class Processes:
+    """Every process this script starts, each stopped by its own pid (or group) at the end."""
+
+    def __init__(self) -> None:
+        self.procs: list[Proc] = []
+
+    def start(self, name: str, argv: list[str], log: Path, **kwargs: object) -> Proc:
+        handle = log.open("wb")
+        try:
+            popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     **kwargs)  # type: ignore[call-overload]
+        finally:
+            handle.close()
+        proc = Proc(name, popen, log)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.popen.poll() is None:
+                proc.popen.terminate()
+        deadline = time.monotonic() + 10
+        for proc in reversed(self.procs):
+            try:
+                proc.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                # Its own session: the group holds only what this child started.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.popen.pid, signal.SIGKILL)
+                proc.popen.wait(timeout=5)
+        self.procs.clear()
+
+
+def fetch(port: int, host: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/", headers={"Host": host})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def wait_ready(proc: Proc, port: int, host: str, timeout: float = 60) -> None:
+    """Until the target answers 200 with exactly the 1 KB body (a 404 page is no benchmark)."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        if proc.popen.poll() is not None:
+            raise RuntimeError(f"{proc.name} exited ({proc.popen.returncode}):\n{proc.tail()}")
+        try:
+            status, body = fetch(port, host)
+        except OSError as exc:
+            last = exc
+            time.sleep(0.1)
+            continue
+        if status == 200 and body == BODY:
+            return
+        raise RuntimeError(f"{proc.name} answered {status} with {len(body)} bytes, "
+                           f"not the 1 KB body: {body[:200]!r}")
+    raise RuntimeError(f"{proc.name} not ready after {timeout:.0f}s ({last}):\n{proc.tail()}")
+
+
+# --------------------------------------------------------------------------- nginx
+
+NGINX_COMMON = """\
+worker_processes 1;
+{user}pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/client_body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    # uvicorn never closes a keep-alive connection after N requests; nor does nginx here.
+    keepalive_requests 1000000;
+{body}}}
+"""
+
+UPSTREAM_HTTP = """\
+    server {{
+        listen 127.0.0.1:{port};
+        default_type text/plain;
+        location / {{ return 200 "{payload}"; }}
+    }}
+"""
+
+PROXY_HTTP = """\
+    upstream bench_upstream {{
+        server 127.0.0.1:{upstream_port};
+        keepalive 64;
+        keepalive_requests 1000000;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://bench_upstream;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            # the forwarding headers the router also sends
+            proxy_set_header X-Forwarded-For $remote_addr;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_set_header X-Forwarded-Host $http_host;
+        }}
+    }}
+"""
+
+
+def nginx_conf(prefix: Path, http_body: str) -> str:
+    # As root the master hands workers to `nobody`, whose group name differs by distribution;
+    # keep the workers on the invoking user instead (a no-op warning when not root).
+    user = ""
+    if os.geteuid() == 0:
+        import grp
+        import pwd
+
+        user = (f"user {pwd.getpwuid(os.getuid()).pw_name} "
+                f"{grp.getgrgid(os.getgid()).gr_name};\n")
+    return NGINX_COMMON.format(user=user, prefix=prefix, body=http_body)
+
+
+def start_nginx(procs: Processes, name: str, prefix: Path, conf_text: str) -> Proc:
+    prefix.mkdir(parents=True, exist_ok=True)
+    conf = prefix / "nginx.conf"
+    conf.write_text(conf_text)
+    argv = [NGINX, "-p", str(prefix), "-e", str(prefix / "error.log"), "-c", str(conf),
+            "-g", "daemon off;"]
+    return procs.start(name, argv, prefix / "stdout.log")
+
+
+# --------------------------------------------------------------------------- wrk
+
+
+@dataclass
+class Sample:
+    rps: float
+    p50_ms: float
+    p99_ms: float
+    requests: int
+    bytes_per_request: float
+    errors: str  # "" when wrk reported no socket errors and no non-2xx/3xx responses
+    cpu: dict[str, float] = field(default_factory=dict)  # process -> % of one core
+
+
+_TIME = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
+_SIZE = {"B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def _ms(text: str) -> float:
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
+    if not match:
+        raise ValueError(f"unknown wrk time {text!r}")
+    return float(match.group(1)) * _TIME[match.group(2)]
+
+
+def parse_wrk(out: str) -> Sample:
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p50 = re.search(r"^\s+50%\s+(\S+)", out, re.M)
+    p99 = re.search(r"^\s+99%\s+(\S+)", out, re.M)
+    total = re.search(r"(\d+) requests in [\d.]+\w+, ([\d.]+)([KMGT]?B) read", out)
+    if not (rps and p50 and p99 and total):
+        raise RuntimeError(f"could not parse wrk output:\n{out}")
+    requests = int(total.group(1))
+    read = float(total.group(2)) * _SIZE[total.group(3)]
+    errors = []
+    if sock := re.search(r"Socket errors: (.+)", out):
+        errors.append("socket errors: " + sock.group(1).strip())
+    if non2xx := re.search(r"Non-2xx or 3xx responses: (\d+)", out):
+        errors.append(f"non-2xx/3xx: {non2xx.group(1)}")
+    return Sample(rps=float(rps.group(1)), p50_ms=_ms(p50.group(1)), p99_ms=_ms(p99.group(1)),
+                  requests=requests, bytes_per_request=read / max(requests, 1),
+                  errors="; ".join(errors))
+
+
+def wrk_argv(port: int, host: str, seconds: int, latency: bool = True) -> list[str]:
+    argv = [WRK, f"-t{THREADS}", f"-c{CONNECTIONS}", f"-d{seconds}s"]
+    if latency:
+        argv.append("--latency")
+    return [*argv, "-H", f"Host: {host}", f"http://127.0.0.1:{port}/"]
+
+
+def run_wrk(port: int, host: str, seconds: int, latency: bool = True) -> str:
+    done = subprocess.run(wrk_argv(port, host, seconds, latency), capture_output=True,
+                          text=True, timeout=seconds + 30, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr}{done.stdout}")
+    return done.stdout
+
+
+def _cpu_ticks(pid: int) -> int:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _family(pid: int) -> list[int]:
+    """``pid`` and its direct children (an nginx master's workers)."""
+    pids = [pid]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+@dataclass
+class Target:
+    key: str
+    label: str
+    proc: Proc
+    port: int
+    host: str
+    watch: dict[str, Proc]  # CPU measured for these (label -> process)
+
+
+def measure(target: Target, seconds: int) -> Sample:
+    run_wrk(target.port, target.host, WARMUP, latency=False)
+    families = {label: _family(proc.popen.pid) for label, proc in target.watch.items()}
+    before = {label: sum(map(_cpu_ticks, pids)) for label, pids in families.items()}
+    start = time.monotonic()
+    out = run_wrk(target.port, target.host, seconds)
+    elapsed = time.monotonic() - start
+    sample = parse_wrk(out)
+    hz = os.sysconf("SC_CLK_TCK")
+    for label, pids in families.items():
+        used = sum(map(_cpu_ticks, pids)) - before[label]
+        sample.cpu[label] = 100.0 * used / hz / elapsed
+    # Still the right body after the load (a crash page would be no benchmark either).
+    status, body = fetch(target.port, target.host)
+    if status != 200 or body != BODY:
+        raise RuntimeError(f"{target.label} answered {status} / {len(body)} bytes after load")
+    return sample
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class Setup:
+    tmp: Path
+    upstream_port: int
+    nginx: Target
+    router: Target
+    reference: Target
+
+
+@contextmanager
+def setup(profile: Path | None = None) -> Iterator[Setup]:
+    procs = Processes()
+    tmp = Path(tempfile.mkdtemp(prefix="proxy-bench-"))
+    tmp.chmod(0o755)
+    try:
+        up_port, proxy_port, router_port, ref_port = (free_port() for _ in range(4))
+        host = f"{SLUG}.apps.localhost:{router_port}"
+        upstream = start_nginx(procs, "upstream nginx", tmp / "upstream", nginx_conf(
+            tmp / "upstream", UPSTREAM_HTTP.format(port=up_port, payload=BODY.decode())))
+        wait_ready(upstream, up_port, host)
+        proxy = start_nginx(procs, "nginx proxy", tmp / "proxy", nginx_conf(
+            tmp / "proxy", PROXY_HTTP.format(port=proxy_port, upstream_port=up_port)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        launcher = [sys.executable, str(Path(__file__).resolve()), "--serve"]
+        extra = ["--profile-out", str(profile)] if profile else []
+        router = procs.start("router", [*launcher, "router", "--port", str(router_port),
+                                        "--tmp", str(tmp), "--upstream",
+                                        f"http://127.0.0.1:{up_port}", *extra],
+                             tmp / "router.log", env=env, cwd=str(ROOT))
+        reference = procs.start("reference", [*launcher, "reference", "--port", str(ref_port),
+                                              "--tmp", str(tmp)],
+                                tmp / "reference.log", env=env, cwd=str(ROOT))
+        wait_ready(proxy, proxy_port, host)
+        wait_ready(router, router_port, host)
+        wait_ready(reference, ref_port, host)
+        yield Setup(
+            tmp=tmp, upstream_port=up_port,
+            nginx=Target("nginx", "nginx proxy", proxy, proxy_port, host,
+                         {"proxy": proxy, "upstream": upstream}),
+            router=Target("router", "router", router, router_port, host,
+                          {"proxy": router, "upstream": upstream}),
+            reference=Target("reference", "reference (Starlette, no upstream)", reference,
+                             ref_port, host, {"proxy": reference}),
+        )
+    finally:
+        procs.stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _on_sigterm(*_: object) -> None:
+    raise SystemExit(143)
+
+
+def command_output(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+    except OSError as exc:
+        return f"unavailable ({exc})"
+    return (done.stdout + done.stderr).strip().splitlines()[0] if (done.stdout + done.stderr) \
+        else ""
+
+
+def machine() -> dict[str, str]:
+    from importlib.metadata import version
+
+    libs = ", ".join(f"{name} {version(name)}" for name in
+                     ("uvicorn", "uvloop", "httptools", "starlette", "aiohttp"))
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "uname -m": platform.machine(),
+        "nproc": command_output(["nproc"]),
+        "python": platform.python_version(),
+        "nginx -v": command_output([NGINX, "-v"]).removeprefix("nginx version: "),
+        "wrk": command_output([WRK, "-v"]).split(" Copyright")[0],
+        "libraries": libs,
+        "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+
+
+def median(samples: list[Sample], attr: str) -> float:
+    return float(statistics.median(float(getattr(s, attr)) for s in samples))
+
+
+def cpu_per_request(samples: list[Sample]) -> float:
+    """Median CPU microseconds the server under test (not the upstream) spent per request."""
+    return statistics.median(1e4 * s.cpu["proxy"] / s.rps for s in samples)
+
+
+def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str],
+           duration: int, rounds: int) -> tuple[str, bool]:
+    nginx, router, ref = results["nginx"], results["router"], results["reference"]
+    n_rps, r_rps, f_rps = (median(x, "rps") for x in (nginx, router, ref))
+    n_p99, r_p99 = median(nginx, "p99_ms"), median(router, "p99_ms")
+    throughput_ratio = r_rps / n_rps
+    p99_ratio = r_p99 / n_p99
+    throughput_met = throughput_ratio >= TARGET_THROUGHPUT
+    p99_met = p99_ratio <= TARGET_P99
+    ok = throughput_met and p99_met
+    lines = [
+        HEADING, "",
+        f"Run {info['date']} on `{info['uname -m']}`, nproc {info['nproc']}, "
+        f"Python {info['python']}, {info['nginx -v']}, {info['wrk']}; "
+        f"{info['libraries']}. Load average at start: {info['load average at start']} "
+        "(shared machine: compare the ratios, not the absolute figures).", "",
+        f"Load: `wrk -t{THREADS} -c{CONNECTIONS} -d{duration}s --latency "
+        f"-H 'Host: {SLUG}.apps.localhost:<router port>'` on loopback, after a {WARMUP} s "
+        f"warm-up per target; targets interleaved (nginx, router, reference) for {rounds} "
+        f"round{'' if rounds == 1 else 's'}; the table shows the median of rounds per "
+        "column. Every target was checked to answer 200 with the exact 1,024-byte body "
+        "before and after its load.", "",
+        "| Target | Req/s | p50 | p99 | Req/s vs nginx | p99 vs nginx | CPU/req (server) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, label in (("nginx", "nginx reverse proxy (keepalive 64)"),
+                       ("router", "router (`create_app`, uvicorn)"),
+                       ("reference", "reference: Starlette answers 1 KB itself")):
+        rows = results[key]
+        rps, p50, p99 = median(rows, "rps"), median(rows, "p50_ms"), median(rows, "p99_ms")
+        lines.append(f"| {label} | {rps:,.0f} | {p50:.2f} ms | {p99:.2f} ms | "
+                     f"{rps / n_rps:.2f} | {p99 / n_p99:.2f} | {cpu_per_request(rows):.0f} us |")
+    lines += [
+        "",
+        f"Targets: router >= {TARGET_THROUGHPUT:.0%} of nginx throughput "
+        f"(**{throughput_ratio:.0%}**, {'met' if throughput_met else 'MISSED'}) "
+        f"and router p99 <= {TARGET_P99:g}x nginx's (**{p99_ratio:.2f}x**, "
+        f"{'met' if p99_met else 'MISSED'}). "
+        f"The router reaches {r_rps / f_rps:.0%} of the reference ceiling. CPU/req is the "
+        "CPU time of the server process(es) under test divided by the requests it answered "
+        "(upstream excluded): it is what bounds throughput once wrk and the upstream take "
+        "their share of the two cores.", "",
+        "Raw rounds (CPU = % of one core over the measured window, from /proc; the machine "
+        f"has {info['nproc']} cores shared by wrk, the proxy under test and the upstream):", "",
+        "| Round | Target | Req/s | p50 | p99 | Requests | Bytes/req read | CPU proxy | "
+        "CPU upstream | wrk errors |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for i in range(rounds):
+        for key in ("nginx", "router", "reference"):
+            s = results[key][i]
+            upstream = f"{s.cpu['upstream']:.0f}%" if "upstream" in s.cpu else "-"
+            lines.append(f"| {i + 1} | {key} | {s.rps:,.0f} | {s.p50_ms:.2f} ms | "
+                         f"{s.p99_ms:.2f} ms | {s.requests:,} | {s.bytes_per_request:,.0f} | "
+                         f"{s.cpu['proxy']:.0f}% | {upstream} | {s.errors or 'none'} |")
+    upstream_conf = UPSTREAM_HTTP.format(port="<upstream port>", payload="<1,024 bytes>")
+    proxy_conf = PROXY_HTTP.format(port="<nginx port>", upstream_port="<upstream port>")
+    common = NGINX_COMMON.format(user="", prefix="<temp prefix>", body="    ...\n")
+    lines += [
+        "", "Configuration:", "",
+        "- upstream and nginx proxy: separate nginx processes (`nginx -p <prefix> -c <conf> "
+        "-g 'daemon off;'`), each with", "",
+        "```nginx", common.rstrip(), "```", "",
+        "  upstream `http` body:", "", "```nginx", upstream_conf.rstrip(), "```", "",
+        "  nginx proxy `http` body:", "", "```nginx", proxy_conf.rstrip(), "```", "",
+        "- router: its own process, `Settings(mode=\"dev\", database_url=<SQLite file>, "
+        "bind_port=apps_port=<port>, base/portal/console/docs_url=http://<name>.localhost:<port>)`"
+        ", migrations run and one app seeded (slug `bench`, runtime origin = the upstream, "
+        "runtime active, domain approved), then "
+        "`uvicorn.Server(server_config(create_app(settings), settings, "
+        "log_level=\"warning\")).run()`: one worker, uvloop, httptools, no access log, no "
+        "server/date headers (the origin's are relayed), default settings otherwise (no Redis: "
+        "app cache TTL 1 s, aiohttp pool of 512).",
+        "- reference: a Starlette app with one route returning `PlainTextResponse(<1 KB>)`, "
+        "same `server_config`.",
+    ]
+    return "\n".join(lines) + "\n", ok
+
+
+def write_section(section: str, path: Path = REPORT) -> None:
+    """Replaces this bench's section, leaving the other sections as they are."""
+    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
+    start = text.find(HEADING)
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + section
+    else:
+        end = text.find("\n## ", start + len(HEADING))
+        rest = "" if end < 0 else "\n" + text[end + 1:]
+        text = text[:start] + section + rest
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def benchmark(duration: int, rounds: int, dry_run: bool) -> int:
+    info = machine()
+    results: dict[str, list[Sample]] = {"nginx": [], "router": [], "reference": []}
+    with setup() as targets:
+        for i in range(rounds):
+            for target in (targets.nginx, targets.router, targets.reference):
+                sample = measure(target, duration)
+                results[target.key].append(sample)
+                print(f"round {i + 1} {target.key:9s} {sample.rps:10,.0f} req/s  "
+                      f"p50 {sample.p50_ms:7.2f} ms  p99 {sample.p99_ms:7.2f} ms  "
+                      f"cpu {sample.cpu}  {sample.errors or 'no errors'}",
+                      file=sys.stderr, flush=True)
+    section, ok = render(results, targets, info, duration, rounds)
+    print(section)
+    if not dry_run:
+        write_section(section)
+    return 0 if ok else 1
+
+
+# Where a function's file lives -> the part of the stack it belongs to.
+AREAS = (
+    ("router/", "router (our code)"),
+    ("aiohttp/", "aiohttp client"),
+    ("yarl/", "yarl / multidict"),
+    ("multidict/", "yarl / multidict"),
+    ("uvicorn/", "uvicorn (httptools protocol)"),
+    ("starlette/", "starlette"),
+    ("asyncio/", "asyncio (stdlib)"),
+    ("sqlalchemy/", "sqlalchemy"),
+)
+
+
+def area_of(filename: str, func: str) -> str:
+    for marker, area in AREAS:
+        if f"/{marker}" in filename:
+            return area
+    if filename == "~":
+        if "uvloop" in func or "Handle" in func or "UVStream" in func or "Loop" in func:
+            return "uvloop / builtins (C)"
+        return "builtins (C)"
+    return "other Python"
+
+
+def profile(duration: int) -> int:
+    out = Path(tempfile.mkdtemp(prefix="proxy-bench-profile-"))
+    try:
+        stats_file = out / "router.prof"
+        with setup(profile=stats_file) as targets:
+            target = targets.router
+            run_wrk(target.port, target.host, WARMUP, latency=False)
+            pid = target.proc.popen.pid
+            before = _cpu_ticks(pid)
+            os.kill(pid, signal.SIGUSR1)
+            start = time.monotonic()
+            sample = parse_wrk(run_wrk(target.port, target.host, duration))
+            os.kill(pid, signal.SIGUSR2)
+            elapsed = time.monotonic() - start
+            cpu = (_cpu_ticks(pid) - before) / os.sysconf("SC_CLK_TCK")
+            deadline = time.monotonic() + 30
+            while not stats_file.exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(0.5)
+        print(f"router under cProfile: {sample.rps:,.0f} req/s, p99 {sample.p99_ms:.2f} ms, "
+              f"{cpu:.1f} CPU s in {elapsed:.1f} s, {sample.errors or 'no errors'}")
+        stats = pstats.Stats(str(stats_file))
+        raw = stats.stats  # type: ignore[attr-defined]
+        total = sum(tt for (_, _, tt, _, _) in raw.values())
+        areas: dict[str, float] = {}
+        for (filename, _, func), (_, _, tt, _, _) in raw.items():
+            key = area_of(filename, func)
+            areas[key] = areas.get(key, 0.0) + tt
+        print(f"\nown time by area (profiled total {total:.2f} s of {cpu:.2f} CPU s):")
+        for key, tt in sorted(areas.items(), key=lambda kv: -kv[1]):
+            print(f"  {tt / total:6.1%}  {tt:7.2f} s  {key}")
+        print("\nper request: "
+              f"{1e6 * cpu / max(sample.requests, 1):.0f} us CPU under the profiler")
+        print("\ntop functions by own time:")
+        stats.sort_stats("tottime").print_stats(30)
+        print("top functions by cumulative time:")
+        stats.sort_stats("cumulative").print_stats(30)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=int, default=10, help="seconds of load per run")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dry-run", action="store_true", help="print only, write no docs")
+    parser.add_argument("--profile", action="store_true",
+                        help="profile the router under load instead (prints only)")
+    parser.add_argument("--serve", choices=("router", "reference"), help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--tmp", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--upstream", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-out", type=Path, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.serve:
+        serve(options.serve, options.port, options.tmp, options.upstream, options.profile_out)
+        return 0
+    if not 1 <= options.duration <= 120 or not 1 <= options.rounds <= 10:
+        parser.error("--duration must be 1..120 and --rounds 1..10")
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    if options.profile:
+        return profile(options.duration)
+    return benchmark(options.duration, options.rounds, options.dry_run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
