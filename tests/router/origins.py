@@ -1,0 +1,122 @@
+"""Origins for the proxy tests: aiohttp apps and hand-written misbehaving servers.
+
+Every origin is a real server on loopback in its own thread and event loop, so the
+router under test talks real HTTP to it. ``RawOrigin`` exists for what aiohttp.web
+will not do: odd response headers, hanging, closing without an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any
+
+import httpx
+from aiohttp import web
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.factories import add_app
+from tests.support.router import RouterFactory, RunningRouter
+from tests.support.servers import AiohttpServer
+from tests.support.services import free_port
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RawHandler = Callable[["RawOrigin", asyncio.StreamReader, asyncio.StreamWriter],
+                      Awaitable[None]]
+
+
+@contextmanager
+def aiohttp_origin(*routes: tuple[str, str, Handler]) -> Iterator[AiohttpServer]:
+    """An aiohttp.web origin serving ``(method, path, handler)`` routes."""
+    app = web.Application()
+    for method, path, handler in routes:
+        app.router.add_route(method, path, handler)
+    with AiohttpServer(app) as server:
+        yield server
+
+
+class RawOrigin:
+    """A hand-written HTTP/1.1 server: ``handle(origin, reader, writer)`` per connection."""
+
+    def __init__(self, handle: RawHandler) -> None:
+        self._handle = handle
+        self.port = free_port()
+        self.connections = 0
+        self.heads: list[bytes] = []
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def read_head(self, reader: asyncio.StreamReader) -> bytes:
+        head = await reader.readuntil(b"\r\n\r\n")
+        self.heads.append(head)
+        return head
+
+    async def _connected(self, reader: asyncio.StreamReader,
+                         writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            await self._handle(self, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+            with suppress(ConnectionError):
+                await writer.wait_closed()
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._connected, "127.0.0.1", self.port)
+
+    async def _stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    def __enter__(self) -> RawOrigin:
+        self._thread.start()
+        self._call(self._start())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._call(self._stop())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
+
+
+@contextmanager
+def proxied(start: RouterFactory, sessions: sessionmaker[Session], origin: str,
+            slug: str = "game", **overrides: Any) -> Iterator[RunningRouter]:
+    """A router serving ``slug`` from ``origin``."""
+    add_app(sessions, slug, origin)
+    with start(**overrides) as router:
+        yield router
+
+
+def plain_client(router: RunningRouter, slug: str = "game", **kwargs: Any) -> httpx.Client:
+    """A client that sends no Accept-Encoding (httpx adds one by default)."""
+    client = router.client(slug, **kwargs)
+    del client.headers["accept-encoding"]
+    return client
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound once, then released)."""
+    return free_port()

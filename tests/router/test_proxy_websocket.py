@@ -1,0 +1,121 @@
+"""WebSocket upgrades relayed to a real aiohttp origin, with the proxy's header rules."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from aiohttp import WSMsgType, web
+from sqlalchemy.orm import Session, sessionmaker
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Subprotocol
+
+from tests.router.origins import aiohttp_origin, closed_port, proxied
+from tests.support.router import RouterFactory, RunningRouter
+from tests.support.servers import AiohttpServer
+
+
+@dataclass
+class EchoOrigin:
+    """Echoes text and binary; ``close:<code>`` makes it close with that code."""
+
+    handshakes: list[list[tuple[str, str]]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    client_close_codes: list[int | None] = field(default_factory=list)
+    closed: threading.Event = field(default_factory=threading.Event)
+
+    async def handler(self, request: web.Request) -> web.WebSocketResponse:
+        self.handshakes.append([(k.lower(), v) for k, v in request.headers.items()])
+        self.paths.append(request.raw_path)
+        ws = web.WebSocketResponse(protocols=("chat.v1",))
+        ws.set_cookie("ws_session", "origin-secret")
+        await ws.prepare(request)
+        async for msg in ws:
+            if msg.type == WSMsgType.TEXT and msg.data.startswith("close:"):
+                await ws.close(code=int(msg.data.removeprefix("close:")))
+            elif msg.type == WSMsgType.TEXT:
+                await ws.send_str(msg.data)
+            elif msg.type == WSMsgType.BINARY:
+                await ws.send_bytes(msg.data)
+        self.client_close_codes.append(ws.close_code)
+        self.closed.set()
+        return ws
+
+
+@pytest.fixture
+def echo() -> EchoOrigin:
+    return EchoOrigin()
+
+
+@pytest.fixture
+def ws_origin(echo: EchoOrigin) -> Iterator[AiohttpServer]:
+    with aiohttp_origin(("GET", "/ws", echo.handler)) as server:
+        yield server
+
+
+def ws_connect(router: RunningRouter, path: str = "/ws", subprotocols: list[str] | None = None,
+               headers: dict[str, str] | None = None) -> ClientConnection:
+    """Connect to ``ws://<slug>.{apps_domain}:PORT`` over a socket to the router on loopback."""
+    sock = socket.create_connection(("127.0.0.1", router.port), timeout=5)
+    offered = [Subprotocol(p) for p in subprotocols] if subprotocols else None
+    return connect(f"ws://{router.host('game')}{path}", sock=sock, open_timeout=5,
+                   close_timeout=5, subprotocols=offered, additional_headers=headers)
+
+
+def test_websocket_messages_are_relayed_both_ways(start_proxy_router: RouterFactory,
+                                                  proxy_sessions: sessionmaker[Session],
+                                                  ws_origin: AiohttpServer,
+                                                  echo: EchoOrigin) -> None:
+    with proxied(start_proxy_router, proxy_sessions, ws_origin.url) as router, \
+            ws_connect(router, "/ws?room=a%2Fb", subprotocols=["chat.v2", "chat.v1"],
+                       headers={"Cookie": "a=b", "X-Client": "1"}) as ws:
+        assert ws.subprotocol == "chat.v1"
+        ws.send("hello")
+        assert ws.recv(timeout=5) == "hello"
+        ws.send(b"\x00\x01binary\xff")
+        assert ws.recv(timeout=5) == b"\x00\x01binary\xff"
+        big = "x" * 200_000
+        ws.send(big)
+        assert ws.recv(timeout=5) == big
+        assert ws.response is not None
+        handshake_headers = {k.lower() for k in ws.response.headers}
+        ws.close(code=1000)
+        assert echo.closed.wait(5)
+    assert "set-cookie" not in handshake_headers
+    seen = dict(echo.handshakes[0])
+    assert "cookie" not in seen
+    assert seen["x-client"] == "1"
+    assert seen["host"] == f"127.0.0.1:{ws_origin.port}"
+    assert seen["x-forwarded-for"] == "127.0.0.1"
+    assert seen["x-forwarded-host"] == router.host("game")
+    assert echo.paths == ["/ws?room=a%2Fb"]
+    assert echo.client_close_codes == [1000]
+
+
+def test_an_origin_close_code_reaches_the_client(start_proxy_router: RouterFactory,
+                                                 proxy_sessions: sessionmaker[Session],
+                                                 ws_origin: AiohttpServer) -> None:
+    with proxied(start_proxy_router, proxy_sessions, ws_origin.url) as router, \
+            ws_connect(router) as ws:
+        ws.send("close:4000")
+        with pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=5)
+    assert closed.value.rcvd is not None
+    assert closed.value.rcvd.code == 4000
+
+
+def test_an_unreachable_websocket_origin_is_refused_at_once(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session]) -> None:
+    with proxied(start_proxy_router, proxy_sessions,
+                 f"http://127.0.0.1:{closed_port()}") as router:
+        started = time.monotonic()
+        with pytest.raises(InvalidStatus) as refused:
+            ws_connect(router)
+        elapsed = time.monotonic() - started
+    assert refused.value.response.status_code == 403
+    assert elapsed < 3.0
