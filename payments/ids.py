@@ -25,6 +25,11 @@ class IdPrefix(StrEnum):
     CLI_AUTH_REQUEST = "zcliauth_"
     SESSION = "zses_"
     NOTIFICATION = "znote_"
+    AUTHORIZATION = "zauth_"
+    CONNECTION = "zconn_"
+    HANDOFF = "zhand_"
+    BATCH = "zbatch_"
+    WEBHOOK_ATTEMPT = "zwha_"
 
 
 def new_id(prefix: IdPrefix) -> str:
@@ -32,6 +37,23 @@ def new_id(prefix: IdPrefix) -> str:
     return prefix.value + secrets.token_hex(15)
 
 
-def new_charge_id() -> str:
-    """A charge id: a 32-byte hex string, as the chain contract takes it."""
-    return "0x" + secrets.token_hex(32)
+def charge_id(seq: int) -> str:
+    """The public charge id of ledger sequence number ``seq``: ``bytes32(uint256(seq))`` in hex.
+
+    BudgetSpenderV2 keeps one settled bit per sequence number (256 per storage slot),
+    so ids from one increasing sequence are what makes batches cheap on chain.
+    """
+    if not 0 < seq < 2**256:
+        raise ValueError("charge sequence numbers are positive 256-bit integers")
+    return "0x" + format(seq, "064x")
+
+
+def charge_seq(charge: str) -> int | None:
+    """The sequence number of a public charge id, or None if it is not one."""
+    if len(charge) != 66 or not charge.startswith("0x"):
+        return None
+    try:
+        seq = int(charge[2:], 16)
+    except ValueError:
+        return None
+    return seq if seq > 0 else None

@@ -17,8 +17,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-# organizations (developer.models) is the FK target of apps.organization_id
-import payments.developer.models  # noqa: F401
+# One metadata: organizations (developer.models) is the FK target of apps.organization_id,
+# and the ledger tables reference apps and products.
+import payments.developer.models
+import payments.ledger.models  # noqa: F401
 from payments.db import Base, UtcDateTime, enum_column, utcnow
 from payments.ids import IdPrefix, new_id
 

@@ -7,7 +7,8 @@ import ipaddress
 import pytest
 
 from manifest.addresses import is_public_address
-from payments.ids import IdPrefix, new_charge_id, new_id
+from payments.chain.contracts import charge_id as chain_charge_id
+from payments.ids import IdPrefix, charge_id, charge_seq, new_id
 from payments.slugs import RESERVED_SLUGS, is_valid_slug, slugify
 
 
@@ -42,10 +43,15 @@ def test_ids_have_exact_prefixes(prefix: IdPrefix) -> None:
     assert a.startswith(prefix.value) and a != b
 
 
-def test_charge_id_is_hex() -> None:
-    charge = new_charge_id()
-    assert charge.startswith("0x") and len(charge) == 66
-    int(charge, 16)
+def test_charge_id_is_the_contracts_bytes32_of_the_sequence() -> None:
+    assert charge_id(1) == "0x" + "0" * 63 + "1"
+    assert charge_id(256) == "0x" + "0" * 61 + "100"
+    assert charge_seq(charge_id(123456789)) == 123456789
+    assert bytes.fromhex(charge_id(77)[2:]) == chain_charge_id(77)
+    for bad in ("0x1", "0x" + "g" * 64, "1" * 66, "0x" + "0" * 64):
+        assert charge_seq(bad) is None
+    with pytest.raises(ValueError, match="positive"):
+        charge_id(0)
 
 
 @pytest.mark.parametrize(("ip", "public"), [

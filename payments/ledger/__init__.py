@@ -1,0 +1,1 @@
+"""The payment ledger: authorizations and codes, charges, deliveries, orders, events."""
