@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from alembic import context
 
@@ -12,7 +12,7 @@ from payments.developer import models as developer_models  # noqa: F401
 from payments.ledger import models as ledger_models  # noqa: F401
 
 
-def render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
+def render_item(type_: str, obj: Any, autogen_context: Any) -> str | Literal[False]:
     # Migrations spell plain SQL types, never our Python-side decorators.
     if type_ == "type" and isinstance(obj, UtcDateTime):
         return "sa.DateTime(timezone=True)"
