@@ -15,6 +15,7 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 ENV_PREFIX = "SVCSRV_"
+DEV_SECRET_KEY = "dev-only-secret-key-change-me"  # noqa: S105  (refused in production)
 
 Mode = Literal["dev", "production"]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -64,6 +65,19 @@ class Settings:
     smtp_password: str | None = field(default=None, repr=False)
     smtp_from: str = "no-reply@localhost"
     smtp_starttls: bool = True
+    # The chain: "in_process" (eth-tester + py-evm, dev and tests) or "json_rpc".
+    chain_backend: str = "in_process"
+    chain_rpc_url: str | None = None
+    chain_id: int = 84532
+    usdc_address: str = "0x036CbD53842c5426634e7929541eC2318f3dCF7e"  # USDC on Base Sepolia
+    usdc_name: str = "USDC"
+    usdc_version: str = "2"
+    spender_address: str | None = None
+    # Keys the HMAC of merchant user ids (spec 4.5). Required outside dev.
+    secret_key: str = field(default=DEV_SECRET_KEY, repr=False)
+    summary_code_ttl_seconds: int = 600
+    payment_code_ttl_seconds: int = 300
+    handoff_ttl_seconds: int = 900
     service_hosts: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -80,6 +94,15 @@ class Settings:
                 raise SettingsError(f"{name} must be an https URL in production")
         if self.mode == "production" and self.apps_scheme != "https":
             raise SettingsError("apps_scheme must be https in production")
+        if self.chain_backend not in ("in_process", "json_rpc"):
+            raise SettingsError("chain_backend must be 'in_process' or 'json_rpc'")
+        if self.chain_backend == "json_rpc" and not (self.chain_rpc_url and self.spender_address):
+            raise SettingsError(f"the json_rpc chain needs {ENV_PREFIX}CHAIN_RPC_URL and "
+                                f"{ENV_PREFIX}SPENDER_ADDRESS")
+        if self.mode == "production" and (self.secret_key == DEV_SECRET_KEY
+                                          or len(self.secret_key) < 32):
+            raise SettingsError(f"set {ENV_PREFIX}SECRET_KEY to 32+ random characters in "
+                                "production")
         if self.mode == "production" and not self.smtp_host:
             raise SettingsError(f"production needs mail: set {ENV_PREFIX}SMTP_HOST "
                                 "(verification codes are sent by SMTP)")
@@ -157,19 +180,22 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
     text_fields = ("mode", "base_url", "portal_url", "console_url", "docs_url", "apps_domain",
-                   "apps_scheme", "database_url", "bind_host", "smtp_from")
+                   "apps_scheme", "database_url", "bind_host", "smtp_from", "chain_backend",
+                   "usdc_address", "usdc_name", "usdc_version", "secret_key")
     for name in text_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip().rstrip("/") if name.endswith("_url") else raw.strip()
     for name in ("redis_url", "legacy_launch_host", "smtp_host", "smtp_username",
-                 "smtp_password"):
+                 "smtp_password", "chain_rpc_url", "spender_address"):
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip() or None
     if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
         values["apps_port"] = int(_number(raw, "APPS_PORT", int)) if raw.strip() else None
     int_fields = ("bind_port", "proxy_max_request_bytes", "proxy_max_response_bytes",
                   "proxy_pool_size", "console_session_idle_seconds",
-                  "console_session_absolute_seconds", "smtp_port")
+                  "console_session_absolute_seconds", "smtp_port", "chain_id",
+                  "summary_code_ttl_seconds", "payment_code_ttl_seconds",
+                  "handoff_ttl_seconds")
     for name in int_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), int)

@@ -113,7 +113,7 @@ def test_domain_approval_required_outside_dev(
                   "base_url": "https://api.example.com", "portal_url": "https://portal.example.com",
                   "console_url": "https://console.example.com",
                   "docs_url": "https://docs.example.com", "apps_scheme": "https",
-                  "smtp_host": "127.0.0.1"}
+                  "smtp_host": "127.0.0.1", "secret_key": "k" * 40}
     with start_router(**production) as router:
         response = get(router.url, router.host("game"))
     assert response.status_code == 503

@@ -26,7 +26,7 @@ def production(port: int) -> dict[str, object]:
     """Production settings: https service URLs (the router itself listens on plain http
     on loopback); mail is required but never sent by these tests."""
     return {"mode": "production", "allow_private_origins": False, "apps_scheme": "https",
-            "smtp_host": "127.0.0.1", "smtp_port": port,
+            "smtp_host": "127.0.0.1", "smtp_port": port, "secret_key": "k" * 40,
             **{f"{name}_url": f"https://{name}.localhost:{port}"
                for name in ("base", "portal", "console", "docs")}}
 

@@ -18,6 +18,7 @@ PROD = {
     "SVCSRV_APPS_SCHEME": "https",
     "SVCSRV_APPS_PORT": "",
     "SVCSRV_SMTP_HOST": "smtp.example.com",
+    "SVCSRV_SECRET_KEY": "x" * 40,
 }
 
 
@@ -67,6 +68,22 @@ def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> 
 def test_service_hosts_derived() -> None:
     assert Settings().service_hosts == ("api.localhost", "portal.localhost",
                                         "console.localhost", "docs.localhost")
+
+
+def test_production_requires_a_real_secret_key() -> None:
+    with pytest.raises(SettingsError, match="SECRET_KEY"):
+        load_settings({**PROD, "SVCSRV_SECRET_KEY": "short"})
+    with pytest.raises(SettingsError, match="SECRET_KEY"):
+        load_settings({k: v for k, v in PROD.items() if k != "SVCSRV_SECRET_KEY"})
+
+
+def test_json_rpc_chain_needs_its_settings() -> None:
+    with pytest.raises(SettingsError, match="CHAIN_RPC_URL"):
+        load_settings({"SVCSRV_CHAIN_BACKEND": "json_rpc"})
+    settings = load_settings({"SVCSRV_CHAIN_BACKEND": "json_rpc", "SVCSRV_CHAIN_ID": "84532",
+                              "SVCSRV_CHAIN_RPC_URL": "http://127.0.0.1:8545",
+                              "SVCSRV_SPENDER_ADDRESS": "0x" + "1" * 40})
+    assert settings.chain_id == 84532
 
 
 def test_production_requires_mail() -> None:
