@@ -1,0 +1,115 @@
+"""Budgets: creating them from verified permits, reading what remains, revoking."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from payments.chain.params import ChainParams
+from payments.errors import ApiError
+from payments.ledger.models import (
+    Authorization,
+    AuthorizationStatus,
+    Charge,
+    RelayStatus,
+    SettlementStatus,
+)
+from payments.ledger.permits import Permit
+
+_UNSETTLED = (SettlementStatus.QUEUED, SettlementStatus.SETTLING, SettlementStatus.FAILED)
+
+
+def remaining(authorization: Authorization, now: datetime) -> int:
+    """What the user can still spend: 0 unless active and unexpired; never negative."""
+    if authorization.status != AuthorizationStatus.ACTIVE or authorization.deadline <= now:
+        return 0
+    return max(authorization.value_atomic - authorization.spent_atomic, 0)
+
+
+def active_authorization(session: Session, owner: str, spender: str) -> Authorization | None:
+    return session.scalar(select(Authorization).where(
+        Authorization.owner_wallet == owner.lower(), Authorization.spender == spender.lower(),
+        Authorization.status == AuthorizationStatus.ACTIVE))
+
+
+def authorize_permit(session: Session, params: ChainParams, permit: Permit,
+                     now: datetime) -> Authorization:
+    """Record a verified permit as the wallet's budget, replacing any earlier one.
+
+    A new permit sets the ERC-20 allowance to its value (it does not add), and charges
+    of the old budget that have not settled yet will draw on that same allowance, so
+    they count against the new budget from the start.
+    """
+    if permit.deadline_at <= now:
+        raise ApiError("permit_expired", 422, "The permit's deadline has passed; sign a new "
+                       "one.")
+    if permit.value <= 0:
+        raise ApiError("invalid_permit", 422, "A budget permit needs a value above zero; "
+                       "revoking is a separate operation.")
+    previous = session.scalar(select(Authorization).where(
+        Authorization.owner_wallet == permit.owner, Authorization.spender == params.spender_lower,
+        Authorization.status == AuthorizationStatus.ACTIVE).with_for_update())
+    carried = 0
+    if previous is not None:
+        if previous.nonce >= permit.nonce and previous.signature != permit.signature:
+            raise ApiError("permit_nonce_stale", 409, "This permit's nonce is not newer than "
+                           "the current budget's; sign a fresh permit.")
+        if previous.signature == permit.signature:
+            return previous  # the same permit again: nothing changes
+        carried = unsettled_amount(session, previous.id)
+        previous.status = AuthorizationStatus.SUPERSEDED
+        session.flush()  # free the one-active-budget slot before inserting
+    authorization = Authorization(
+        owner_wallet=permit.owner, spender=params.spender_lower, token=params.token.lower(),
+        chain_id=params.chain_id, value_atomic=permit.value, spent_atomic=carried,
+        deadline=permit.deadline_at, nonce=permit.nonce, signature=permit.signature,
+        status=AuthorizationStatus.ACTIVE, relay_status=RelayStatus.PENDING, created_at=now)
+    session.add(authorization)
+    session.flush()
+    return authorization
+
+
+def unsettled_amount(session: Session, authorization_id: str) -> int:
+    total = session.scalar(select(func.coalesce(func.sum(Charge.amount_atomic), 0)).where(
+        Charge.authorization_id == authorization_id,
+        Charge.settlement_status.in_(_UNSETTLED)))
+    return int(total or 0)
+
+
+def reserve(session: Session, authorization_id: str, amount: int, now: datetime) -> bool:
+    """Take ``amount`` from the budget if, and only if, it is active and covers it.
+
+    One conditional UPDATE: the database serializes concurrent reservations on the row,
+    so the sum of reservations can never exceed the permit value.
+    """
+    result = session.execute(
+        update(Authorization)
+        .where(Authorization.id == authorization_id,
+               Authorization.status == AuthorizationStatus.ACTIVE,
+               Authorization.deadline > now,
+               Authorization.spent_atomic + amount <= Authorization.value_atomic)
+        .values(spent_atomic=Authorization.spent_atomic + amount)
+        .execution_options(synchronize_session=False))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def refusal(authorization: Authorization, amount: int, now: datetime) -> ApiError:
+    """Why a reservation failed, for the client (spec 3.6: expired, revoked, low)."""
+    if authorization.status == AuthorizationStatus.REVOKED:
+        return ApiError("AUTHORIZATION_REVOKED", 402, "The user revoked this budget; renew it "
+                        "in the portal.", budgetState="budget_revoked")
+    if authorization.status != AuthorizationStatus.ACTIVE or authorization.deadline <= now:
+        return ApiError("AUTHORIZATION_EXPIRED", 402, "The budget has expired; renew it in the "
+                        "portal.", budgetState="budget_expired")
+    return ApiError("INSUFFICIENT_BUDGET", 402, f"The remaining budget "
+                    f"({remaining(authorization, now)}) does not cover {amount}; renew it in "
+                    "the portal.", budgetState="needs_budget",
+                    remaining=str(remaining(authorization, now)))
+
+
+def revoke(authorization: Authorization, now: datetime) -> None:
+    """The ledger side of ``Permit(value=0)``; the relayer sends the permit (chain issue)."""
+    authorization.status = AuthorizationStatus.REVOKED
+    authorization.revoked_at = now

@@ -1,0 +1,119 @@
+"""Recording a charge: one unit of work that moves and promises money (spec 1.3, 4.1).
+
+Everything happens in the caller's transaction: the budget reservation, the charge, its
+delivery, the ``payment.delivered`` event and its outbox attempt, and the charge's
+place in the settlement queue (``queued``). Nothing here talks to the chain or to
+webhook receivers; their workers read what this writes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.orm import Session
+
+from payments.chain.params import ChainParams
+from payments.errors import ApiError
+from payments.ids import IdPrefix, new_id
+from payments.ledger.authorizations import refusal, reserve
+from payments.ledger.models import (
+    Authorization,
+    Charge,
+    Delivery,
+    DeliveryStatus,
+    Order,
+    OrderStatus,
+    SettlementStatus,
+    WebhookAttempt,
+    WebhookEvent,
+)
+from payments.ledger.views import event_payload
+from payments.models import AllowlistStatus, App, AppStatus, Product, RiskMode
+
+_PAY_TO_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+# Deliveries of real charges carry this prefix in their idempotency key (spec 2.1).
+DELIVERY_KEY_PREFIX = "svc:"
+
+
+@dataclass(frozen=True)
+class ChargeIntent:
+    app: App
+    product: Product
+    authorization: Authorization
+    amount: int
+    order: Order | None
+    developer_user_id: str | None
+    idempotency_key: str
+    source: str  # "product_route" | "trusted_server"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    charge: Charge
+    delivery: Delivery
+    event: WebhookEvent | None
+
+
+def check_payable(app: App) -> str:
+    """The app's recipient, if the product route may pay it (spec 7)."""
+    if app.status != AppStatus.ACTIVE or app.kill_switch:
+        raise ApiError("APP_UNAVAILABLE", 403, "This app is not accepting payments right now.")
+    if not app.pay_to or not _PAY_TO_RE.match(app.pay_to):
+        raise ApiError("APP_PAY_TO_INVALID", 403, "The app has no valid pay_to address; the "
+                       "developer must set one.")
+    if app.recipient_allowlist_status != AllowlistStatus.ALLOWED:
+        raise ApiError("RECIPIENT_NOT_ALLOWLISTED", 403, "The app's pay_to address is not on "
+                       "the spender contract's allowlist yet.")
+    return app.pay_to
+
+
+def record_charge(session: Session, intent: ChargeIntent, params: ChainParams,
+                  now: datetime) -> Recorded:
+    pay_to = check_payable(intent.app)
+    if intent.amount <= 0:
+        raise ApiError("invalid_amount", 422, "The amount must be above zero.")
+    if not reserve(session, intent.authorization.id, intent.amount, now):
+        session.refresh(intent.authorization)
+        raise refusal(intent.authorization, intent.amount, now)
+    charge = Charge(app_id=intent.app.id, product_id=intent.product.id,
+                    order_id=intent.order.id if intent.order else None,
+                    authorization_id=intent.authorization.id,
+                    owner_wallet=intent.authorization.owner_wallet, pay_to=pay_to,
+                    amount_atomic=intent.amount, settlement_status=SettlementStatus.QUEUED,
+                    source=intent.source, created_at=now)
+    session.add(charge)
+    session.flush()  # assigns charge.seq, the on-chain charge id
+    ready = intent.product.risk_mode == RiskMode.OPTIMISTIC
+    delivery = Delivery(
+        app_id=intent.app.id, product_id=intent.product.id, charge_seq=charge.seq,
+        order_id=charge.order_id, idempotency_key=DELIVERY_KEY_PREFIX + intent.idempotency_key,
+        developer_user_id=intent.developer_user_id,
+        wallet_address=intent.authorization.owner_wallet,
+        status=DeliveryStatus.DELIVERED if ready else DeliveryStatus.AWAITING_SETTLEMENT,
+        delivered_at=now if ready else None, created_at=now)
+    session.add(delivery)
+    session.flush()
+    # payment.delivered is the fulfilment signal within the product's risk mode (spec
+    # 1.6): a settled_first delivery gets it from the settlement worker, once settled.
+    event = enqueue_event(session, "payment.delivered", intent.app, intent.product, charge,
+                          delivery, params, now) if ready else None
+    if intent.order is not None:
+        intent.order.status = OrderStatus.PAID
+        intent.order.charge_seq = charge.seq
+        intent.order.paid_at = now
+    session.flush()
+    return Recorded(charge, delivery, event)
+
+
+def enqueue_event(session: Session, event_type: str, app: App, product: Product, charge: Charge,
+                  delivery: Delivery, params: ChainParams, now: datetime) -> WebhookEvent:
+    """Write an event and its pending outbox attempt in the caller's transaction."""
+    event_id = new_id(IdPrefix.EVENT)
+    event = WebhookEvent(id=event_id, app_id=app.id, type=event_type, delivery_id=delivery.id,
+                         created_at=now, payload=event_payload(event_id, event_type, now, app,
+                                                               product, charge, delivery, params))
+    session.add(event)
+    session.add(WebhookAttempt(event_id=event_id, next_attempt_at=now, updated_at=now))
+    return event

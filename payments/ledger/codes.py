@@ -1,0 +1,71 @@
+"""Summary and payment codes (spec 3.6): random, stored hashed, short-lived, single use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from payments.developer.tokens import new_token, token_hash
+from payments.errors import ApiError
+from payments.ledger.models import AuthCode, CodeKind
+
+SUMMARY_PREFIX = "sum_"
+PAYMENT_PREFIX = "pay_"
+
+
+@dataclass(frozen=True)
+class IssuedCode:
+    code: str
+    record: AuthCode
+
+
+def issue(session: Session, kind: CodeKind, *, ttl: timedelta, now: datetime,
+          **binding: object) -> IssuedCode:
+    code = new_token(SUMMARY_PREFIX if kind == CodeKind.SUMMARY else PAYMENT_PREFIX, 24)
+    record = AuthCode(kind=kind, code_hash=token_hash(code), created_at=now,
+                      expires_at=now + ttl, **binding)
+    session.add(record)
+    session.flush()
+    return IssuedCode(code, record)
+
+
+def find(session: Session, kind: CodeKind, code: str) -> AuthCode | None:
+    return session.scalar(select(AuthCode).where(AuthCode.code_hash == token_hash(code),
+                                                 AuthCode.kind == kind))
+
+
+def live_summary(session: Session, code: str, now: datetime) -> AuthCode:
+    record = find(session, CodeKind.SUMMARY, code) if code else None
+    if record is None:
+        raise ApiError("AUTHORIZATION_CODE_INVALID", 401, "Unknown authorization code; refresh "
+                       "the handoff or authorize again.")
+    if record.expires_at <= now:
+        raise ApiError("AUTHORIZATION_CODE_EXPIRED", 410, "The authorization code expired; "
+                       "refresh the handoff or authorize again.")
+    return record
+
+
+def consume_payment_code(session: Session, code: str, now: datetime) -> AuthCode:
+    """Mark the payment code used, exactly once across all concurrent callers."""
+    digest = token_hash(code)
+    result = session.execute(
+        update(AuthCode)
+        .where(AuthCode.code_hash == digest, AuthCode.kind == CodeKind.PAYMENT,
+               AuthCode.consumed_at.is_(None), AuthCode.expires_at > now)
+        .values(consumed_at=now)
+        .execution_options(synchronize_session=False))
+    record = session.scalar(select(AuthCode).where(AuthCode.code_hash == digest,
+                                                   AuthCode.kind == CodeKind.PAYMENT))
+    if result.rowcount == 1 and record is not None:  # type: ignore[attr-defined]
+        return record
+    if record is None:
+        raise ApiError("AUTHORIZATION_CODE_INVALID", 401, "Unknown payment code; exchange the "
+                       "summary code for a new one.")
+    if record.consumed_at is not None:
+        raise ApiError("AUTHORIZATION_CODE_CONSUMED", 409, "This payment code was already "
+                       "used. Each payment needs a new one.")
+    raise ApiError("AUTHORIZATION_CODE_EXPIRED", 410, "The payment code expired; exchange the "
+                   "summary code for a new one.")

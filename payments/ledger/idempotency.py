@@ -1,0 +1,65 @@
+"""Idempotency keys: the same key and request answer the same; a different request, an error.
+
+Records are kept 30 days (``RETENTION``); after that a key may be used afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from payments.errors import ApiError
+from payments.ledger.models import IdempotencyRecord
+
+RETENTION = timedelta(days=30)
+MAX_KEY_LENGTH = 200
+
+
+@dataclass(frozen=True)
+class Stored:
+    status: int
+    body: dict[str, Any]
+
+
+def check_key(key: Any) -> str:
+    if not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY_LENGTH:
+        raise ApiError("invalid_idempotency_key", 422, "'idempotencyKey' must be a non-empty "
+                       f"string of at most {MAX_KEY_LENGTH} characters.", field="idempotencyKey")
+    return key
+
+
+def fingerprint(request: dict[str, Any]) -> str:
+    canonical = json.dumps(request, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def replay(session: Session, app_id: str, scope: str, key: str, request_hash: str,
+           now: datetime) -> Stored | None:
+    record = session.scalar(select(IdempotencyRecord).where(
+        IdempotencyRecord.app_id == app_id, IdempotencyRecord.scope == scope,
+        IdempotencyRecord.key == key))
+    if record is None:
+        return None
+    if record.expires_at <= now:
+        session.delete(record)
+        session.flush()
+        return None
+    if record.request_hash != request_hash:
+        raise ApiError("IDEMPOTENCY_KEY_REUSED", 409, "This idempotencyKey was already used "
+                       "with a different request; use a new key for a new purchase.")
+    return Stored(record.response_status, record.response_body)
+
+
+def remember(session: Session, app_id: str, scope: str, key: str, request_hash: str,
+             status: int, body: dict[str, Any], now: datetime) -> None:
+    session.add(IdempotencyRecord(app_id=app_id, scope=scope, key=key,
+                                  request_hash=request_hash, response_status=status,
+                                  response_body=body, created_at=now,
+                                  expires_at=now + RETENTION))
+    session.flush()
