@@ -51,11 +51,14 @@ class UtcDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC)
 
 
-def enum_column(cls: type[StrEnum]) -> Enum:
-    """A string enum stored by value, with a CHECK constraint, on both backends."""
+def enum_column(cls: type[StrEnum], name: str | None = None) -> Enum:
+    """A string enum stored by value, with a CHECK constraint, on both backends.
+
+    ``name`` names the constraint; give one when a table has two columns of one enum.
+    """
     return Enum(cls, native_enum=False, create_constraint=True, length=32,
                 values_callable=lambda members: [m.value for m in members],
-                name=cls.__name__.lower())
+                name=name or cls.__name__.lower())
 
 
 def normalize_url(url: str) -> str:

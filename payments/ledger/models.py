@@ -84,6 +84,11 @@ class Authorization(Base):
     relay_tx_hash: Mapped[str | None] = mapped_column(String(66), default=None)
     created_at: Mapped[datetime] = _when()
     revoked_at: Mapped[datetime | None] = _when(nullable=True)
+    # The signed Permit(value=0) of a revoke, for the relayer to send after the original.
+    revoke_nonce: Mapped[int | None] = mapped_column(BigInteger, default=None)
+    revoke_signature: Mapped[str | None] = mapped_column(String(132), default=None)
+    revoke_relay_status: Mapped[RelayStatus | None] = mapped_column(
+        enum_column(RelayStatus, "revokerelaystatus"), default=None)
 
 
 class CodeKind(StrEnum):

@@ -33,6 +33,9 @@ def upgrade() -> None:
     sa.Column('relay_tx_hash', sa.String(length=66), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('revoked_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('revoke_nonce', sa.BigInteger(), nullable=True),
+    sa.Column('revoke_signature', sa.String(length=132), nullable=True),
+    sa.Column('revoke_relay_status', sa.Enum('pending', 'relayed', 'failed', name='revokerelaystatus', native_enum=False, create_constraint=True, length=32), nullable=True),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_authorizations'))
     )
     with op.batch_alter_table('authorizations', schema=None) as batch_op:

@@ -1,0 +1,55 @@
+"""CORS for the browser-facing payment endpoints: only app audiences, never ``*``.
+
+A preflight cannot know which code will follow, so it admits any origin that could be a
+summary audience (the portal, an app runtime host, a local dev origin); the request
+itself is then checked against its code's exact audience.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+ALLOWED_HEADERS = "content-type, x-wallet-address, x-svc-budget-spender"
+_LOCAL = re.compile(r"^http://(localhost|127\.0\.0\.1):\d{1,5}$")
+
+
+class Cors:
+    def __init__(self, portal_origin: str, apps_domain: str, apps_scheme: str) -> None:
+        self._portal = portal_origin
+        self._runtime = re.compile(
+            rf"^{re.escape(apps_scheme)}://[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?"
+            rf"\.{re.escape(apps_domain)}(?::\d{{1,5}})?$")
+
+    def plausible(self, origin: str | None) -> bool:
+        if not origin:
+            return False
+        return (origin == self._portal or bool(self._runtime.match(origin))
+                or bool(_LOCAL.match(origin)))
+
+    def preflight(self, request: Request) -> Response:
+        origin = request.headers.get("origin")
+        if not self.plausible(origin):
+            return Response(status_code=403, headers={"vary": "Origin"})
+        assert origin is not None
+        return Response(status_code=204, headers={
+            "access-control-allow-origin": origin, "access-control-allow-methods": "GET, POST",
+            "access-control-allow-headers": ALLOWED_HEADERS, "access-control-max-age": "600",
+            "vary": "Origin"})
+
+    @staticmethod
+    def allow(response: Response, origin: str | None, audience: str | None) -> Response:
+        """Let the browser read ``response`` only if it came from the code's audience."""
+        response.headers["vary"] = "Origin"
+        if origin and audience and origin == audience:
+            response.headers["access-control-allow-origin"] = origin
+        return response
+
+
+def preflight_route(cors: Cors) -> Callable[[Request], Response]:
+    def handler(request: Request) -> Response:
+        return cors.preflight(request)
+    return handler

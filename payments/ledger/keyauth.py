@@ -1,0 +1,46 @@
+"""Backend API key checks for ledger endpoints (spec 5.1)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+
+from payments.developer.keys import key_for_secret, require_key_scope
+from payments.developer.models import ApiKey
+from payments.errors import ApiError
+from payments.models import App
+
+_TOUCH_EVERY = timedelta(minutes=1)
+
+
+def presented_key(request: Request) -> str | None:
+    """``Authorization: Bearer zpk_...`` or ``x-svc-secret-key: zpk_...``."""
+    auth = request.headers.get("authorization", "")
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    header = request.headers.get("x-svc-secret-key")
+    return header.strip() if header else None
+
+
+def authorized_key(session: Session, secret: str | None, scope: str, now: datetime) -> ApiKey:
+    key = key_for_secret(session, secret)
+    require_key_scope(key, scope)
+    if key.last_used_at is None or now - key.last_used_at > _TOUCH_EVERY:
+        key.last_used_at = now
+    return key
+
+
+def key_may_use(key: ApiKey, app: App) -> bool:
+    if key.app_id is not None:
+        return key.app_id == app.id
+    return key.organization_id == app.organization_id
+
+
+def require_app_access(key: ApiKey, app: App | None, what: str) -> App:
+    # Someone else's object is "not found", not "forbidden": ids are not disclosed.
+    if app is None or not key_may_use(key, app):
+        raise ApiError("not_found", 404, f"No such {what} for this API key.")
+    return app
