@@ -16,12 +16,18 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from payments import migrate
+from payments.chain.params import ChainParams, in_process_params
 from payments.db import make_engine, make_sessionmaker
 from payments.developer.api import DeveloperApi
 from payments.developer.passwords import Passwords
 from payments.developer.services import DeveloperServices
 from payments.developer.sessions import SessionPolicy
 from payments.errors import EXCEPTION_HANDLERS
+from payments.ledger.config import LedgerConfig
+from payments.ledger.cors import Cors
+from payments.ledger.return_urls import origin_of
+from payments.ledger.routes_authorizations import AuthorizationRoutes
+from payments.ledger.routes_payments import PaymentRoutes
 from payments.mail import CapturingMailer, Mailer, SmtpMailer
 from payments.models import App
 from payments.ratelimit import InMemoryRateLimiter, RedisRateLimiter
@@ -166,13 +172,39 @@ def developer_services(settings: Settings, resources: Resources,
     )
 
 
+def chain_params(settings: Settings) -> ChainParams:
+    if settings.chain_backend == "in_process":
+        return in_process_params()
+    assert settings.spender_address is not None  # Settings requires it for json_rpc
+    return ChainParams(chain_id=settings.chain_id, token=settings.usdc_address,
+                       token_name=settings.usdc_name, token_version=settings.usdc_version,
+                       spender=settings.spender_address, network="base-sepolia",
+                       simulated=False)
+
+
+def ledger_config(settings: Settings) -> LedgerConfig:
+    return LedgerConfig(
+        base_url=settings.base_url, portal_url=settings.portal_url,
+        apps_domain=settings.apps_domain, apps_scheme=settings.apps_scheme,
+        runtime_url=settings.runtime_url, params=chain_params(settings),
+        secret_key=settings.secret_key,
+        summary_ttl=timedelta(seconds=settings.summary_code_ttl_seconds),
+        payment_ttl=timedelta(seconds=settings.payment_code_ttl_seconds),
+        handoff_ttl=timedelta(seconds=settings.handoff_ttl_seconds),
+    )
+
+
 def _api_host(settings: Settings, resources: Resources,
               developer: DeveloperServices) -> Starlette:
     api = DeveloperApi(developer, settings.runtime_url, accept_session=False)
+    config = ledger_config(settings)
+    cors = Cors(origin_of(settings.portal_url), settings.apps_domain, settings.apps_scheme)
     return Starlette(routes=[
         Route("/healthz", healthz, methods=["GET", "HEAD"]),
         Route("/statusz", Status(settings, resources).endpoint, methods=["GET", "HEAD"]),
         *api.routes(),
+        *AuthorizationRoutes(developer, config, cors).routes(),
+        *PaymentRoutes(developer, config, cors).routes(),
     ], exception_handlers=EXCEPTION_HANDLERS)
 
 

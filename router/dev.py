@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from payments.apps import create_app_record, set_pay_to
 from payments.db import transaction
 from payments.models import (
+    AllowlistStatus,
     App,
     AppType,
     DomainRequestStatus,
@@ -36,6 +37,8 @@ def seed_demo(sessions: sessionmaker[Session], origin: str) -> str:
         if app.pay_to is None:
             set_pay_to(app, DEMO_PAY_TO)
         app.pay_to_status = PayToStatus.APPROVED
+        # The in-process chain allowlists the demo recipient when it deploys.
+        app.recipient_allowlist_status = AllowlistStatus.ALLOWED
         app.portal_listing_status = ListingStatus.LISTED
         app.runtime_origin = origin
         app.runtime_status = RuntimeStatus.ACTIVE

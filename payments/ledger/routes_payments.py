@@ -1,0 +1,419 @@
+"""Paying and looking up payments: the product route, orders, deliveries, receipts,
+account handoffs and trusted-server charges (spec 4.1-4.5)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from payments.developer.services import DeveloperServices
+from payments.errors import ApiError
+from payments.http import atomic_amount, field_str, read_json, required_str
+from payments.ids import charge_id, charge_seq
+from payments.ledger import codes, idempotency
+from payments.ledger.authorizations import active_authorization, remaining
+from payments.ledger.charges import ChargeIntent, Recorded, record_charge
+from payments.ledger.config import LedgerConfig
+from payments.ledger.cors import Cors, preflight_route
+from payments.ledger.handoffs import Handoff, encode_handoff, merchant_user_hash
+from payments.ledger.keyauth import authorized_key, presented_key, require_app_access
+from payments.ledger.models import (
+    AccountConnection,
+    Authorization,
+    Charge,
+    CodeKind,
+    ConnectionStatus,
+    Delivery,
+    Order,
+    OrderStatus,
+)
+from payments.ledger.permits import ADDRESS_RE
+from payments.ledger.proofs import sign_payment_proof
+from payments.ledger.return_urls import check_return_url
+from payments.ledger.routes_authorizations import app_by_slug
+from payments.ledger.views import delivery_view, receipt_view
+from payments.models import App, Pricing, Product, ProductStatus, RuntimeStatus
+
+
+def charge_response(recorded: Recorded, authorization: Authorization,
+                    now: datetime) -> dict[str, Any]:
+    delivery = recorded.delivery
+    return {
+        "status": delivery.status.value, "chargeId": charge_id(recorded.charge.seq),
+        "deliveryId": delivery.id, "idempotencyKey": delivery.idempotency_key,
+        "amountAtomic": str(recorded.charge.amount_atomic),
+        "settlementStatus": recorded.charge.settlement_status.value,
+        "orderId": delivery.order_id, "remaining": str(remaining(authorization, now)),
+        "eventId": recorded.event.id if recorded.event else None,
+    }
+
+
+class PaymentRoutes:
+    def __init__(self, services: DeveloperServices, config: LedgerConfig, cors: Cors) -> None:
+        self.s = services
+        self.c = config
+        self.cors = cors
+
+    def routes(self) -> list[Route]:
+        return [
+            Route("/api/pay/{app}/{product}", self.pay, methods=["POST"]),
+            Route("/api/pay/{app}/{product}", preflight_route(self.cors), methods=["OPTIONS"]),
+            Route("/api/orders", self.create_order, methods=["POST"]),
+            Route("/api/orders/{order_id}", self.get_order, methods=["GET"]),
+            Route("/api/deliveries/{delivery_id}", self.get_delivery, methods=["GET"]),
+            Route("/api/receipts/{charge_id}", self.get_receipt, methods=["GET"]),
+            Route("/api/account-handoffs", self.handoff, methods=["POST"]),
+            Route("/api/charges", self.trusted_charge, methods=["POST"]),
+        ]
+
+    # -- the product route (spec 4.1) -------------------------------------------------
+
+    async def pay(self, request: Request) -> Response:
+        app_slug, product_slug = request.path_params["app"], request.path_params["product"]
+        wallet = request.headers.get("x-wallet-address", "")
+        spender = request.headers.get("x-svc-budget-spender", "")
+        if not ADDRESS_RE.match(wallet) or not ADDRESS_RE.match(spender):
+            raise ApiError("invalid_headers", 400, "Send x-wallet-address and "
+                           "x-svc-budget-spender: the summary's ownerWallet and spender.")
+        body = await read_json(request)
+        code = required_str(body, "authorizationCode", 200)
+        key = idempotency.check_key(body.get("idempotencyKey"))
+        developer_user_id = field_str(body, "developerUserId", required=False, max_length=200)
+        order_id = field_str(body, "orderId", required=False, max_length=48)
+        connection_id = field_str(body, "accountConnectionId", required=False, max_length=48)
+        field_str(body, "source", required=False, max_length=64)
+        request_hash = idempotency.fingerprint({
+            "route": f"{app_slug}/{product_slug}", "code": code,
+            "wallet": wallet.lower(), "spender": spender.lower(),
+            "developerUserId": developer_user_id, "orderId": order_id,
+            "accountConnectionId": connection_id})
+        now = self.s.clock()
+
+        def work(session: Session) -> tuple[int, dict[str, Any], str | None]:
+            app = app_by_slug(session, app_slug)
+            stored = idempotency.replay(session, app.id, "pay", key, request_hash, now)
+            if stored is not None:
+                return stored.status, stored.body, None
+            product = session.scalar(select(Product).where(Product.app_id == app.id,
+                                                           Product.slug == product_slug))
+            if product is None or product.status != ProductStatus.ACTIVE:
+                raise ApiError("product_not_found", 404, f"No active product '{product_slug}' "
+                               f"in app '{app_slug}'.")
+            try:
+                record = codes.consume_payment_code(session, code, now)
+            except ApiError as exc:
+                if exc.code != "AUTHORIZATION_CODE_CONSUMED":
+                    raise
+                # The same key racing its own first call: answer what the winner answered.
+                again = idempotency.replay(session, app.id, "pay", key, request_hash, now)
+                if again is None:
+                    raise
+                return again.status, again.body, None
+            if record.app_id != app.id or record.product_id != product.id:
+                raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "This payment code "
+                               "was issued for another product.")
+            if order_id != record.order_id:
+                raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The orderId does "
+                               "not match the order this payment code was issued for.")
+            if record.idempotency_key is not None and record.idempotency_key != key:
+                raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The idempotencyKey "
+                               "differs from the one this payment code was issued for.")
+            if connection_id is not None and connection_id != record.connection_id:
+                raise ApiError("ACCOUNT_CONNECTION_MISMATCH", 409, "The accountConnectionId "
+                               "differs from the connection of this payment code.")
+            authorization = session.get(Authorization, record.authorization_id)
+            assert authorization is not None
+            if wallet.lower() != authorization.owner_wallet:
+                raise ApiError("WALLET_MISMATCH", 403, "x-wallet-address is not the owner of "
+                               "this authorization.")
+            if spender.lower() != authorization.spender:
+                raise ApiError("SPENDER_MISMATCH", 403, "x-svc-budget-spender is not this "
+                               "authorization's spender.")
+            order = session.get(Order, order_id) if order_id else None
+            amount = self._amount(product, order)
+            recorded = record_charge(session, ChargeIntent(
+                app=app, product=product, authorization=authorization, amount=amount,
+                order=order, developer_user_id=developer_user_id or record.developer_user_id,
+                idempotency_key=key, source="product_route"), self.c.params, now)
+            body = charge_response(recorded, authorization, now)
+            idempotency.remember(session, app.id, "pay", key, request_hash, 201, body, now)
+            return 201, body, record.audience
+
+        status, body, audience = await self._retrying(work)
+        response = JSONResponse(body, status_code=status)
+        return self.cors.allow(response, request.headers.get("origin"),
+                               audience or request.headers.get("origin"))
+
+    async def _retrying(self, work: Any) -> Any:
+        """Run once more if a concurrent request with the same idempotency key won the
+        insert race: the second run finds its stored answer."""
+        try:
+            return await self.s.run(work)
+        except IntegrityError:
+            return await self.s.run(work)
+
+    @staticmethod
+    def _amount(product: Product, order: Order | None) -> int:
+        if order is not None:
+            if order.status != OrderStatus.CREATED:
+                raise ApiError("ORDER_ALREADY_PAID", 409, "This order is already paid.")
+            return order.amount_atomic
+        if product.pricing == Pricing.DYNAMIC_ORDER:
+            raise ApiError("ORDER_REQUIRED", 409, "This product is priced per order: create "
+                           "an order first (POST /api/orders).")
+        return product.price_atomic
+
+    # -- orders (spec 4.2) -------------------------------------------------------------
+
+    async def create_order(self, request: Request) -> Response:
+        secret = presented_key(request)
+        body = await read_json(request)
+        product_id = required_str(body, "productId", 48)
+        developer_user_id = required_str(body, "developerUserId", 200)
+        key = idempotency.check_key(body.get("idempotencyKey"))
+        raw_amount = body.get("amountAtomic")
+        amount = None if raw_amount is None else atomic_amount(raw_amount, "amountAtomic")
+        request_hash = idempotency.fingerprint({"productId": product_id, "amount": amount,
+                                                "developerUserId": developer_user_id})
+        now = self.s.clock()
+
+        def work(session: Session) -> tuple[int, dict[str, Any]]:
+            api_key = authorized_key(session, secret, "orders:create", now)
+            product = session.get(Product, product_id)
+            app = require_app_access(api_key, session.get(App, product.app_id)
+                                     if product else None, "product")
+            assert product is not None
+            stored = idempotency.replay(session, app.id, "order", key, request_hash, now)
+            if stored is not None:
+                return stored.status, stored.body
+            if product.status != ProductStatus.ACTIVE:
+                raise ApiError("product_not_found", 404, "This product is not active.")
+            order = Order(app_id=app.id, product_id=product.id,
+                          amount_atomic=self._order_amount(product, amount),
+                          developer_user_id=developer_user_id, idempotency_key=key,
+                          created_at=now)
+            session.add(order)
+            session.flush()
+            result = {"order": self._order_view(order),
+                      "product": {"id": product.id, "slug": product.slug,
+                                  "paymentUrl": self.c.payment_url(app.slug, product.slug)}}
+            idempotency.remember(session, app.id, "order", key, request_hash, 201, result, now)
+            return 201, result
+
+        status, result = await self._retrying(work)
+        return JSONResponse(result, status_code=status)
+
+    @staticmethod
+    def _order_amount(product: Product, amount: int | None) -> int:
+        if product.pricing != Pricing.DYNAMIC_ORDER:
+            if amount is not None and amount != product.price_atomic:
+                raise ApiError("invalid_amount", 422, "This product has a fixed price; omit "
+                               "amountAtomic or send the price.", field="amountAtomic")
+            return product.price_atomic
+        low, high = product.min_amount_atomic or 1, product.max_amount_atomic
+        if amount is None:
+            raise ApiError("missing_field", 422, "This product is priced per order: send "
+                           "amountAtomic.", field="amountAtomic")
+        if amount < low or (high is not None and amount > high):
+            raise ApiError("invalid_amount", 422, f"amountAtomic must be between {low} and "
+                           f"{high}.", field="amountAtomic")
+        return amount
+
+    @staticmethod
+    def _order_view(order: Order) -> dict[str, Any]:
+        return {"id": order.id, "status": order.status.value,
+                "amountAtomic": str(order.amount_atomic), "productId": order.product_id,
+                "developerUserId": order.developer_user_id,
+                "idempotencyKey": order.idempotency_key,
+                "chargeId": charge_id(order.charge_seq) if order.charge_seq else None,
+                "createdAt": order.created_at.isoformat(),
+                "paidAt": order.paid_at.isoformat() if order.paid_at else None}
+
+    async def get_order(self, request: Request) -> Response:
+        secret = presented_key(request)
+        order_id = request.path_params["order_id"]
+        now = self.s.clock()
+
+        def work(session: Session) -> dict[str, Any]:
+            api_key = authorized_key(session, secret, "orders:read", now)
+            order = session.get(Order, order_id)
+            require_app_access(api_key, session.get(App, order.app_id) if order else None,
+                               "order")
+            assert order is not None
+            return {"order": self._order_view(order)}
+        return JSONResponse(await self.s.run(work))
+
+    # -- deliveries and receipts (spec 4.3) ----------------------------------------------
+
+    async def get_delivery(self, request: Request) -> Response:
+        secret = presented_key(request)
+        delivery_id = request.path_params["delivery_id"]
+        now = self.s.clock()
+
+        def work(session: Session) -> dict[str, Any]:
+            api_key = authorized_key(session, secret, "deliveries:read", now)
+            delivery = session.get(Delivery, delivery_id)
+            require_app_access(api_key, session.get(App, delivery.app_id) if delivery else None,
+                               "delivery")
+            assert delivery is not None
+            charge = session.get(Charge, delivery.charge_seq)
+            product = session.get(Product, delivery.product_id)
+            assert charge is not None and product is not None
+            return {"delivery": delivery_view(delivery, charge, product, self.c.params)}
+        return JSONResponse(await self.s.run(work))
+
+    async def get_receipt(self, request: Request) -> Response:
+        secret = presented_key(request)
+        seq = charge_seq(request.path_params["charge_id"])
+        now = self.s.clock()
+
+        def work(session: Session) -> dict[str, Any]:
+            api_key = authorized_key(session, secret, "receipts:read", now)
+            charge = session.get(Charge, seq) if seq else None
+            app = require_app_access(api_key, session.get(App, charge.app_id) if charge else None,
+                                     "receipt")
+            assert charge is not None
+            delivery = session.scalar(select(Delivery).where(Delivery.charge_seq == charge.seq))
+            product = session.get(Product, charge.product_id)
+            assert delivery is not None and product is not None
+            return {"receipt": receipt_view(charge, delivery, app, product, self.c.params)}
+        return JSONResponse(await self.s.run(work))
+
+    # -- account handoffs (spec 4.5, 3.5) --------------------------------------------------
+
+    async def handoff(self, request: Request) -> Response:
+        secret = presented_key(request)
+        body = await read_json(request)
+        slug = required_str(body, "appSlug", 63)
+        merchant_user_id = required_str(body, "merchantUserId", 200)
+        label = field_str(body, "gameAccountLabel", required=False, max_length=120, default="")
+        field_str(body, "emailHint", required=False, max_length=254)
+        wallet_hint = field_str(body, "walletHint", required=False, max_length=42)
+        return_url = required_str(body, "returnUrl", 2048)
+        now = self.s.clock()
+
+        def work(session: Session) -> dict[str, Any]:
+            api_key = authorized_key(session, secret, "connections:create", now)
+            app = require_app_access(api_key, app_by_slug(session, slug), "app")
+            target = check_return_url(
+                return_url, slug=app.slug, portal_url=self.c.portal_url,
+                runtime_url=self.c.runtime_url(app.slug),
+                runtime_active=app.runtime_status == RuntimeStatus.ACTIVE)
+            user_hash = merchant_user_hash(self.c.secret_key, app.id, merchant_user_id)
+            expires = now + self.c.handoff_ttl
+            token = encode_handoff(self.c.secret_key, Handoff(app.id, user_hash, label or "",
+                                                              expires))
+            query = {"app": app.slug, "return": return_url, "handoff": token}
+            if wallet_hint:
+                query["walletHint"] = wallet_hint
+            connection = session.scalar(select(AccountConnection).where(
+                AccountConnection.app_id == app.id,
+                AccountConnection.merchant_user_hash == user_hash,
+                AccountConnection.status == ConnectionStatus.ACTIVE))
+            authorization = (active_authorization(session, connection.owner_wallet,
+                                                  self.c.params.spender)
+                             if connection else None)
+            ready = authorization is not None and remaining(authorization, now) > 0
+            if connection is not None and not ready:
+                query["renew"] = "1"
+            result: dict[str, Any] = {
+                "status": "ready" if ready else
+                          "needs_budget" if connection is not None else "needs_connection",
+                "handoff": {"portalUrl": f"{self.c.portal_url}/authorize?{urlencode(query)}",
+                            "expiresAt": expires.isoformat(), "appSlug": app.slug,
+                            "gameAccountLabel": label or ""},
+                "connection": None if connection is None else {
+                    "id": connection.id, "status": connection.status.value,
+                    "ownerWallet": connection.owner_wallet,
+                    "budgetRemaining": str(remaining(authorization, now) if authorization
+                                           else 0),
+                    "boundAt": connection.bound_at.isoformat()},
+            }
+            if ready and authorization is not None and connection is not None:
+                issued = codes.issue(session, CodeKind.SUMMARY, ttl=self.c.summary_ttl,
+                                     now=now, authorization_id=authorization.id, app_id=app.id,
+                                     audience=target.audience, return_url=return_url,
+                                     connection_id=connection.id)
+                result["authorization"] = {
+                    "ownerWallet": authorization.owner_wallet,
+                    "spender": authorization.spender, "authorizationCode": issued.code,
+                    "accountConnectionId": connection.id}
+            return result
+        return JSONResponse(await self.s.run(work), headers={"cache-control": "no-store"})
+
+    # -- trusted-server charges (spec 4.4) ---------------------------------------------------
+
+    async def trusted_charge(self, request: Request) -> Response:
+        secret = presented_key(request)
+        body = await read_json(request)
+        product_id = required_str(body, "productId", 48)
+        connection_id = required_str(body, "accountConnectionId", 48)
+        key = idempotency.check_key(body.get("idempotencyKey"))
+        developer_user_id = field_str(body, "developerUserId", required=False, max_length=200)
+        order_id = field_str(body, "orderId", required=False, max_length=48)
+        request_hash = idempotency.fingerprint({"productId": product_id, "orderId": order_id,
+                                                "accountConnectionId": connection_id,
+                                                "developerUserId": developer_user_id})
+        now = self.s.clock()
+
+        def work(session: Session) -> tuple[int, dict[str, Any]]:
+            api_key = authorized_key(session, secret, "charges:create", now)
+            product = session.get(Product, product_id)
+            app = require_app_access(api_key, session.get(App, product.app_id)
+                                     if product else None, "product")
+            assert product is not None and secret is not None
+            stored = idempotency.replay(session, app.id, "charge", key, request_hash, now)
+            if stored is not None:
+                return stored.status, stored.body
+            connection = session.get(AccountConnection, connection_id)
+            if (connection is None or connection.app_id != app.id
+                    or connection.status != ConnectionStatus.ACTIVE):
+                raise ApiError("ACCOUNT_CONNECTION_MISMATCH", 409, "No active account "
+                               "connection with this id for this app.")
+            order = session.get(Order, order_id) if order_id else None
+            if order_id and (order is None or order.app_id != app.id
+                             or order.product_id != product.id):
+                raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The order does not "
+                               "match this product.")
+            amount = self._amount(product, order)
+            self._check_trusted_policy(product, amount)
+            authorization = active_authorization(session, connection.owner_wallet,
+                                                 self.c.params.spender)
+            if authorization is None:
+                raise ApiError("needs_budget", 402, "The connected wallet has no active budget; "
+                               "send the user through the handoff to renew.",
+                               budgetState="needs_budget")
+            recorded = record_charge(session, ChargeIntent(
+                app=app, product=product, authorization=authorization, amount=amount,
+                order=order, developer_user_id=developer_user_id, idempotency_key=key,
+                source="trusted_server"), self.c.params, now)
+            result = charge_response(recorded, authorization, now)
+            result["paymentProof"] = sign_payment_proof(secret, {
+                "chargeId": result["chargeId"], "deliveryId": result["deliveryId"],
+                "idempotencyKey": result["idempotencyKey"], "appId": app.id,
+                "productId": product.id, "amountAtomic": result["amountAtomic"],
+                "ownerWallet": authorization.owner_wallet, "accountConnectionId": connection.id,
+                "developerUserId": developer_user_id, "issuedAt": now.isoformat()})
+            idempotency.remember(session, app.id, "charge", key, request_hash, 201, result, now)
+            return 201, result
+
+        status, result = await self._retrying(work)
+        return JSONResponse(result, status_code=status, headers={"cache-control": "no-store"})
+
+    @staticmethod
+    def _check_trusted_policy(product: Product, amount: int) -> None:
+        if not product.trusted_charge_enabled:
+            raise ApiError("TRUSTED_CHARGE_NOT_ALLOWED", 403, "This product does not allow "
+                           "trusted-server charges (riskPolicy.trustedServerCharge.enabled).")
+        cap = product.trusted_charge_max_atomic
+        if cap is not None and amount > cap:
+            raise ApiError("TRUSTED_CHARGE_OVER_LIMIT", 403, f"{amount} is over this product's "
+                           f"trusted-charge limit of {cap}.")
