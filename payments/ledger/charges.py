@@ -74,8 +74,9 @@ def record_charge(session: Session, intent: ChargeIntent, params: ChainParams,
     pay_to = check_payable(intent.app)
     if intent.amount <= 0:
         raise ApiError("invalid_amount", 422, "The amount must be above zero.")
-    if not reserve(session, intent.authorization.id, intent.amount, now):
-        session.refresh(intent.authorization)
+    reserved = reserve(session, intent.authorization.id, intent.amount, now)
+    session.refresh(intent.authorization)  # the UPDATE ran in SQL; read what it left
+    if not reserved:
         raise refusal(intent.authorization, intent.amount, now)
     charge = Charge(app_id=intent.app.id, product_id=intent.product.id,
                     order_id=intent.order.id if intent.order else None,
@@ -115,5 +116,6 @@ def enqueue_event(session: Session, event_type: str, app: App, product: Product,
                          created_at=now, payload=event_payload(event_id, event_type, now, app,
                                                                product, charge, delivery, params))
     session.add(event)
+    session.flush()  # the attempt's foreign key needs the event row first
     session.add(WebhookAttempt(event_id=event_id, next_attempt_at=now, updated_at=now))
     return event
