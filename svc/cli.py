@@ -1,18 +1,118 @@
-"""``svc``: the developer CLI (spec 4.10). Its command groups arrive issue by issue."""
+"""``svc``: the developer CLI (spec 4.10). Its command groups arrive issue by issue.
+
+Exit codes: 0 success, 1 refused or not completed, 2 usage, 3 the grant lacks a scope
+(or is for another app), 4 not signed in or the grant expired, 5 service unreachable.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from svc import __version__
+from svc.client import ApiFailure, ServiceUnreachable
+from svc.commands import apps, auth
+from svc.errors import CliError, ExitCode, for_api_failure
+from svc.output import Output
+from svc.ttl import parse_ttl
+
+Command = Callable[[argparse.Namespace, Output], int]
 
 
 def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version and usage errors (2)
+        return stop.code if isinstance(stop.code, int) else ExitCode.USAGE
+    command: Command | None = getattr(args, "run", None)
+    if command is None:
+        parser.print_help()
+        return ExitCode.OK
+    out = Output(args.json)
+    try:
+        return int(command(args, out))
+    except CliError as error:
+        failure = error
+    except ApiFailure as answer:
+        failure = for_api_failure(answer.status, answer.code, answer.message,
+                                  _text(answer.body.get("command")))
+    except ServiceUnreachable as exc:
+        failure = CliError(f"{exc}. Check the API URL (--api-url, SVC_API_URL or api_url in "
+                           "svc.toml) and your network.", ExitCode.NETWORK, code="unreachable")
+    except KeyboardInterrupt:
+        out.error(CliError("Interrupted; nothing was changed.", code="interrupted"))
+        return 130
+    out.error(failure)
+    return int(failure.exit_code)
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svc", description="Developer CLI for the service.")
     parser.add_argument("--version", action="version", version=f"svc {__version__}")
-    parser.parse_args(argv)
-    parser.print_help()
-    return 0
+    groups = parser.add_subparsers(metavar="GROUP")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print JSON, one object a line")
+    common.add_argument("--api-url", metavar="URL",
+                        help="the API origin (else SVC_API_URL, svc.toml api_url, the grant's)")
+    _auth_commands(groups, common)
+    _app_commands(groups, common)
+    return parser
+
+
+def _auth_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],
+                   common: argparse.ArgumentParser) -> None:
+    group = groups.add_parser("auth", help="sign in with a scoped, expiring CLI grant")
+    commands = group.add_subparsers(metavar="COMMAND", required=True)
+    request = argparse.ArgumentParser(add_help=False)
+    request.add_argument("--app", metavar="SLUG", help="the app the grant is for")
+    request.add_argument("--scopes", type=_scopes, metavar="A,B",
+                         help="grant scopes, comma separated (default apps:read)")
+    request.add_argument("--ttl", type=_ttl, metavar="TTL",
+                         help="grant lifetime: 90s, 30m, 2h, 7d (default 2h)")
+    browser = commands.add_parser("browser", parents=[common, request],
+                                  help="approve the sign-in in this machine's browser")
+    browser.add_argument("--no-open", action="store_true", help="print the URL, do not open it")
+    browser.set_defaults(run=auth.browser)
+    commands.add_parser("device", parents=[common, request],
+                        help="approve the sign-in on another device").set_defaults(run=auth.device)
+    for name, run, text in (("status", auth.status, "show the current grant"),
+                            ("revoke", auth.revoke, "revoke the grant and forget it"),
+                            ("logout", auth.logout, "forget the grant (revoking it if possible)")):
+        commands.add_parser(name, parents=[common], help=text).set_defaults(run=run)
+
+
+def _app_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],
+                  common: argparse.ArgumentParser) -> None:
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--app", metavar="SLUG", help="app slug (else svc.toml, the grant's)")
+    app = groups.add_parser("app", help="the app").add_subparsers(metavar="COMMAND",
+                                                                  required=True)
+    app.add_parser("show", parents=[common, target],
+                   help="show the app (needs apps:read)").set_defaults(run=apps.show_app)
+    keys = groups.add_parser("keys", help="backend API keys").add_subparsers(
+        metavar="COMMAND", required=True)
+    keys.add_parser("list", parents=[common, target],
+                    help="list the app's API keys (needs apps:read)").set_defaults(
+        run=apps.list_keys)
+
+
+def _ttl(text: str) -> int:
+    try:
+        return parse_ttl(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _scopes(text: str) -> list[str]:
+    scopes = [s.strip() for s in text.split(",") if s.strip()]
+    if not scopes:
+        raise argparse.ArgumentTypeError("name at least one scope, e.g. apps:read,keys:create")
+    return scopes
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 if __name__ == "__main__":

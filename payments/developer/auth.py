@@ -43,8 +43,9 @@ class Principal:
             raise ApiError("app_not_found", 404, f"No app '{ref}' in your organization.")
         if self.grant is not None:
             if self.grant.app_id != app.id:
+                command = f"svc auth browser --app {app.slug} --scopes {scope}"
                 raise ApiError("developer_cli_app_mismatch", 403, f"This CLI grant is for "
-                               f"another app; run `svc auth browser --app {app.slug}`.")
+                               f"another app; run `{command}`.", command=command)
             require_grant_scope(self.grant, scope, app.slug)
         return app
 
