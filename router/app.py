@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import redis.asyncio as aioredis
 from sqlalchemy import select
@@ -209,23 +211,43 @@ def _api_host(settings: Settings, resources: Resources,
 
 
 def _console_host(settings: Settings, developer: DeveloperServices) -> Starlette:
+    from portal.console.routes import console_routes
+
     api = DeveloperApi(developer, settings.runtime_url, accept_session=True)
-    return Starlette(routes=api.routes(), exception_handlers=EXCEPTION_HANDLERS)
+    return Starlette(routes=[*console_routes(developer, settings.runtime_url), *api.routes()],
+                     exception_handlers=EXCEPTION_HANDLERS)
 
 
 def _docs_host(settings: Settings) -> Starlette:
+    from payments import schemas
     from payments.openapi import openapi_document
 
     async def openapi(request: object) -> JSONResponse:
         return JSONResponse(openapi_document(settings.base_url))
 
-    return Starlette(routes=[Route("/openapi.json", openapi, methods=["GET", "HEAD"])],
+    def schema_route(name: str) -> Route:
+        # Built once: the packaged file with this deployment's {docs_url} as its $id.
+        body = schemas.published_schema(name, settings.docs_url)
+
+        async def serve(request: object) -> JSONResponse:
+            return JSONResponse(body, media_type=schemas.MEDIA_TYPE,
+                                headers={"cache-control": "public, max-age=300",
+                                         "access-control-allow-origin": "*"})
+        return Route(f"/{name}", serve, methods=["GET", "HEAD"])
+
+    return Starlette(routes=[Route("/openapi.json", openapi, methods=["GET", "HEAD"]),
+                             *(schema_route(name) for name in schemas.SCHEMA_FILES)],
                      exception_handlers=EXCEPTION_HANDLERS)
 
 
-def create_app(settings: Settings, *, mailer: Mailer | None = None) -> Service:
+def create_app(settings: Settings, *, mailer: Mailer | None = None,
+               developer_overrides: Mapping[str, Any] | None = None) -> Service:
+    """The service. ``developer_overrides`` replaces fields of :class:`DeveloperServices`
+    (a clock, rate limits, a limiter) for tests that must not wait for real time."""
     resources = Resources()
     developer = developer_services(settings, resources, mailer or make_mailer(settings))
+    if developer_overrides:
+        developer = replace(developer, **developer_overrides)
     hosts: dict[HostKind, ASGIApp] = {
         HostKind.API: _api_host(settings, resources, developer),
         HostKind.PORTAL: Starlette(routes=portal_routes(resources.session_factory)),

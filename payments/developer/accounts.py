@@ -103,7 +103,10 @@ def resend_code(session: Session, *, email: str, now: datetime) -> IssuedCode:
 def verify_email(session: Session, *, email: str, code: str, now: datetime) -> Developer:
     developer = _developer_by_email(session, email)
     if developer.email_verified_at is not None:
-        return developer
+        # Nothing to prove any more, and answering with the account would let a code-less
+        # request pass for a verification.
+        raise ApiError("already_verified", 409, "This email address is already verified; "
+                       "log in instead.")
     row = session.get(EmailVerification, developer.id, with_for_update=True)
     if row is None or row.expires_at < now or row.failed_attempts >= MAX_CODE_ATTEMPTS:
         raise ApiError("verification_code_expired", 410, "This code has expired or was tried "

@@ -16,16 +16,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from payments.apps import create_app_record, set_pay_to
+from payments.apps import set_pay_to
 from payments.developer import grants
+from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal, authenticate, credentials
 from payments.developer.keys import create_key, revoke_key
-from payments.developer.models import (
-    ApiKey,
-    CliGrant,
-    NotificationKind,
-    OperatorNotification,
-)
+from payments.developer.models import ApiKey, CliGrant
 from payments.developer.services import DeveloperServices
 from payments.developer.views import app_view, grant_view, key_view
 from payments.errors import ApiError
@@ -129,15 +125,9 @@ class DeveloperApi:
         tags = field_str_list(body, "tags") or []
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
-            who.require_session("Creating an app")
-            app = create_app_record(session, name=name, slug=slug, app_type=AppType(app_type),
-                                    headline=headline or "", pay_to=pay_to, tags=tags)
-            app.organization_id = who.organization_ids[0]
-            # Creation is a technical step; operators hear about it (spec 1.2, 6).
-            session.add(OperatorNotification(kind=NotificationKind.DEVELOPER_APP_REQUESTED,
-                                             app_id=app.id, payload={"slug": app.slug,
-                                                                     "by": who.developer_id}))
-            session.flush()
+            app = create_developer_app(session, who, name=name, slug=slug,
+                                       app_type=AppType(app_type), headline=headline or "",
+                                       pay_to=pay_to, tags=tags)
             return {"app": app_view(app, self.runtime_url(app.slug))}
         return JSONResponse(await self._as(request, work), status_code=201)
 

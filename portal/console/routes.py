@@ -1,0 +1,46 @@
+"""The console host's pages; the JSON developer API is mounted beside them."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from payments.developer.services import DeveloperServices
+from portal.console.account import AccountPages
+from portal.console.apps import AppPages
+from portal.console.cli import CliPages
+from portal.console.context import Console, RuntimeUrl
+
+
+async def home(request: Request) -> Response:
+    return RedirectResponse("/apps", status_code=303)
+
+
+def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list[Route]:
+    console = Console(services, runtime_url)
+    account, apps, cli = AccountPages(console), AppPages(console), CliPages(console)
+    get, post = ["GET", "HEAD"], ["POST"]
+    return [
+        Route("/", home, methods=get),
+        Route("/signup", account.signup_form, methods=get),
+        Route("/signup", account.signup, methods=post),
+        Route("/verify", account.verify_form, methods=get),
+        Route("/verify", account.verify, methods=post),
+        Route("/verify/resend", account.resend, methods=post),
+        Route("/login", account.login_form, methods=get),
+        Route("/login", account.login, methods=post),
+        Route("/logout", account.logout, methods=post),
+        Route("/apps", apps.list, methods=get),
+        Route("/apps/new", apps.new_form, methods=get),
+        Route("/apps/new", apps.create, methods=post),
+        Route("/apps/{app}", apps.show, methods=get),
+        Route("/apps/{app}/pay-to", apps.set_pay_to, methods=post),
+        Route("/apps/{app}/products", apps.add_product, methods=post),
+        Route("/apps/{app}/products/{product}", apps.update_product, methods=post),
+        Route("/apps/{app}/keys", apps.create_key, methods=post),
+        Route("/apps/{app}/keys/{key}/revoke", apps.revoke_key, methods=post),
+        Route("/device", cli.device, methods=get),
+        Route("/cli/approve", cli.approve_form, methods=get),
+        Route("/cli/approve", cli.approve, methods=post),
+    ]

@@ -1,0 +1,84 @@
+"""Console forms show the domain's error on the form, escaped, and never answer 500."""
+
+from __future__ import annotations
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.developer.models import ApiKey, NotificationKind, OperatorNotification
+from payments.models import App, PayToStatus, Product, RiskMode
+from tests.factories import add_developer, add_owned_app
+from tests.portal.conftest import Console, csrf_of, log_in
+
+XSS = "<script>alert(1)</script>"
+
+
+def _post(client: httpx.Client, path: str, data: dict[str, object],
+          page: str = "/apps/game") -> httpx.Response:
+    return client.post(path, data={"csrf": csrf_of(client.get(page)), **data})
+
+
+def test_forms_show_domain_errors_and_apply_changes(console: Console, developer: tuple[str, str],
+                                                    sessions: sessionmaker[Session]) -> None:
+    _, other_org = add_developer(sessions, "dev2")
+    add_owned_app(sessions, other_org, "theirs")
+    with console.client() as client:
+        log_in(client)
+        reserved = _post(client, "/apps/new", {"name": "Admin"}, "/apps/new")
+        assert reserved.status_code == 422 and "reserved_slug" in reserved.text
+        assert 'value="Admin"' in reserved.text
+        made = _post(client, "/apps/new", {"name": "Game", "type": "Application"}, "/apps/new")
+        assert made.status_code == 303
+
+        bad = _post(client, "/apps/game/pay-to", {"payTo": XSS})
+        assert bad.status_code == 422 and "invalid_pay_to" in bad.text
+        assert XSS not in bad.text and "&lt;script&gt;" in bad.text
+        assert _post(client, "/apps/game/products", {"template": "zent"}).status_code == 303
+        again = _post(client, "/apps/game/products", {"template": "zent"})
+        assert again.status_code == 409 and "product_exists" in again.text
+        policy = _post(client, "/apps/game/products/zent", {
+            "riskMode": "settled_first", "trustedEnabled": "on", "maxAmountAtomic": "50000"})
+        assert policy.status_code == 303
+        assert "0.05 USDC" in client.get("/apps/game").text
+        wrong = _post(client, "/apps/game/products/zent", {"riskMode": "yolo"})
+        assert wrong.status_code == 422 and "riskMode" in wrong.text
+
+        no_scopes = _post(client, "/apps/game/keys", {"label": "x", "environment": "test"})
+        assert no_scopes.status_code == 422 and "invalid_scope" in no_scopes.text
+        key = _post(client, "/apps/game/keys", {"label": XSS, "environment": "live",
+                                                 "scope": ["orders:read", "charges:create"]})
+        assert key.status_code == 200 and "zpk_live_" in key.text and XSS not in key.text
+        with sessions() as session:
+            key_id = session.scalars(select(ApiKey.id)).one()
+        assert _post(client, f"/apps/game/keys/{key_id}/revoke", {}).status_code == 303
+        assert "revoked" in client.get("/apps/game").text
+
+        for path in ("/apps/theirs", "/apps/nope"):
+            hidden = client.get(path)
+            assert hidden.status_code == 404 and "app_not_found" in hidden.text
+        stolen = _post(client, "/apps/theirs/pay-to", {"payTo": "0x" + "1" * 40})
+        assert stolen.status_code == 404
+        unknown = client.get("/cli/approve?code=ABCD-EFGH")
+        assert unknown.status_code == 404 and "cli_request_not_found" in unknown.text
+
+    with sessions() as session:
+        game = session.scalars(select(App).where(App.slug == "game")).one()
+        assert game.type.value == "Application" and game.pay_to_status == PayToStatus.UNBOUND
+        assert session.scalars(select(App.pay_to).where(App.slug == "theirs")).one() is None
+        zent = session.scalars(select(Product)).one()
+        assert zent.risk_mode == RiskMode.SETTLED_FIRST and zent.trusted_charge_enabled
+        assert not zent.trusted_charge_proof_required and zent.trusted_charge_max_atomic == 50000
+        kinds = session.scalars(select(OperatorNotification.kind)
+                                .where(OperatorNotification.app_id == game.id)).all()
+        assert kinds == [NotificationKind.DEVELOPER_APP_REQUESTED]
+
+
+def test_signed_out_visitors_are_sent_to_log_in(console: Console) -> None:
+    with console.client() as client:
+        for path in ("/apps", "/apps/new", "/device", "/cli/approve?code=ABCD-EFGH"):
+            answer = client.get(path)
+            assert answer.status_code == 303 and answer.headers["location"].startswith(
+                "/login?next=/"), path
+        page = client.get("/login?next=//evil.example/")
+        assert 'name="next" value=""' in page.text

@@ -1,0 +1,117 @@
+"""Rate limits on sign-up, log-in and verification, and the 60 s resend cooldown: hit, then
+lifted once the window has passed (a fake clock drives the services and the limiter)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from payments.developer.services import Limits
+from payments.ratelimit import Limit
+from tests.portal.conftest import (
+    CODE_RE,
+    PASSWORD,
+    Console,
+    ConsoleFactory,
+    FakeClock,
+    form_post,
+)
+from tests.support.browser import BrowserSession, screenshot
+
+SMALL = Limits(signup=Limit("signup", 2, 3600), login=Limit("login", 3, 60),
+               verify=Limit("verify", 2, 120))
+
+
+def _retry_after(response: httpx.Response) -> int:
+    value = int(response.headers["retry-after"])
+    assert value >= 1
+    return value
+
+
+@pytest.mark.usefixtures("developer")
+def test_log_in_failures_until_429_then_lifted(start_console: ConsoleFactory,
+                                              chrome: BrowserSession,
+                                              request: pytest.FixtureRequest) -> None:
+    clock = FakeClock()
+    with start_console(limits=SMALL, clock=clock) as console, console.client() as client:
+        wrong = {"login": "dev1", "password": "not the password"}
+        for _ in range(3):
+            failed = form_post(client, "/login", wrong, "/login")
+            assert failed.status_code == 401 and "Wrong email/username or password" in failed.text
+        limited = form_post(client, "/login", wrong, "/login")
+        assert limited.status_code == 429 and _retry_after(limited) <= 60
+        assert "Retry in" in limited.text and "rate_limited" in limited.text
+        right = {"login": "dev1", "password": PASSWORD}
+        assert form_post(client, "/login", right, "/login").status_code == 429
+        other = form_post(client, "/login", {"login": "someone", "password": "x" * 12}, "/login")
+        assert other.status_code == 401  # the limit is per address and login name
+
+        if request.node.callspec.params.get("db_url") == "sqlite":
+            page = chrome.new_page()
+            page.goto(f"{console.origin}/login")
+            page.get_by_label("Email or username").fill("dev1")
+            page.get_by_label("Password").fill("not the password")
+            with page.expect_response(lambda r: r.request.method == "POST") as answered:
+                page.get_by_role("button", name="Log in").click()
+            assert answered.value.status == 429
+            assert "Retry in" in page.get_by_role("alert").inner_text()
+            screenshot(page, "console-429")
+
+        clock.advance(61)
+        assert form_post(client, "/login", right, "/login").status_code == 303
+
+
+def _sign_up(client: httpx.Client, email: str, username: str) -> int:
+    response = form_post(client, "/signup", {"email": email, "username": username,
+                                             "password": PASSWORD}, "/signup")
+    return response.status_code
+
+
+def _code(console: Console, email: str) -> str:
+    found = CODE_RE.search(console.smtp.wait_for_message(email).get_content())
+    assert found
+    return found.group(1)
+
+
+def test_resend_cooldown_verify_and_sign_up_limits(start_console: ConsoleFactory) -> None:
+    clock = FakeClock()
+    email = "ada@example.com"
+    with start_console(limits=SMALL, clock=clock) as console, console.client() as client:
+        assert _sign_up(client, email, "ada") == 303
+        first = _code(console, email)
+        page = f"/verify?email={email}"
+
+        resend = form_post(client, "/verify/resend", {"email": email}, page)
+        assert resend.status_code == 429 and _retry_after(resend) == 60
+        assert "in 60 s" in resend.text
+        clock.advance(45)
+        resend = form_post(client, "/verify/resend", {"email": email}, page)
+        assert resend.status_code == 429 and _retry_after(resend) == 15
+        assert "in 15 s" in resend.text
+        clock.advance(16)
+        resend = form_post(client, "/verify/resend", {"email": email}, page)
+        assert resend.status_code == 303
+        latest = _code(console, email)
+
+        wrong = "000000" if latest != "000000" else "111111"
+        for _ in range(2):
+            bad = form_post(client, "/verify", {"email": email, "code": wrong}, page)
+            assert bad.status_code == 422 and "verification_code_invalid" in bad.text
+        limited = form_post(client, "/verify", {"email": email, "code": latest}, page)
+        assert limited.status_code == 429 and _retry_after(limited) <= 120
+        clock.advance(121)
+        if first != latest:  # the resend replaced the first code
+            stale = form_post(client, "/verify", {"email": email, "code": first}, page)
+            assert stale.status_code == 422
+            clock.advance(121)
+        verified = form_post(client, "/verify", {"email": email, "code": latest}, page)
+        assert verified.status_code == 303 and verified.headers["location"] == "/apps"
+        assert client.get("/apps").status_code == 200
+
+        assert _sign_up(client, "bob@example.com", "bob") == 303  # second from here
+        refused = form_post(client, "/signup", {"email": "cy@example.com", "username": "cyd",
+                                                "password": PASSWORD}, "/signup")
+        assert refused.status_code == 429 and _retry_after(refused) > 3000
+        assert 'value="cy@example.com"' in refused.text  # the form keeps what was typed
+        clock.advance(3601)
+        assert _sign_up(client, "cy@example.com", "cyd") == 303
