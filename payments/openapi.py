@@ -8,10 +8,22 @@ from __future__ import annotations
 from typing import Any
 
 from payments.developer.openapi import SECURITY_SCHEMES, developer_paths
+from payments.ledger import openapi as ledger
 
 ERROR = {
     "type": "object", "required": ["code", "message"],
-    "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+    "properties": {
+        "code": {"type": "string", "description": "a stable identifier (spec section 7 or "
+                                                  "ours)"},
+        "message": {"type": "string", "description": "a human sentence"},
+        "field": {"type": "string", "description": "the request field at fault"},
+        "scope": {"type": "string", "description": "the missing API key scope"},
+        "budgetState": {"enum": ["needs_budget", "budget_expired", "budget_revoked"],
+                        "description": "what the runtime should show: each needs a renewal "
+                                       "through the portal"},
+        "remaining": {"type": "string", "description": "remaining budget, atomic units"},
+        "returnUrl": {"type": "string", "description": "the refused return URL"},
+    },
     "additionalProperties": True,
 }
 
@@ -21,13 +33,17 @@ def openapi_document(base_url: str) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "Small-payment settlement service", "version": "1.2.0",
                  "description": "Errors use the envelope `Error`: a stable `code` and a "
-                                "human `message`, plus optional fields such as `scope`."},
+                                "human `message`, plus optional fields such as `scope`. "
+                                "Each operation lists the codes it can answer under their "
+                                "HTTP status. Amounts are USDC atomic units (6 decimals) "
+                                "as integer strings. See also `docs/payments.md`."},
         "servers": [{"url": base_url}],
         "components": {
-            "schemas": {"Error": ERROR},
+            "schemas": {"Error": ERROR, **ledger.COMPONENT_SCHEMAS,
+                        "WebhookEvent": ledger.webhook_event_schema()},
             "responses": {"Error": {"description": "an error in the envelope", "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
-            "securitySchemes": SECURITY_SCHEMES,
+            "securitySchemes": {**SECURITY_SCHEMES, **ledger.SECURITY_SCHEMES},
         },
         "paths": {
             "/healthz": {"get": {
@@ -43,5 +59,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
                 },
             }},
             **developer_paths(),
+            **ledger.ledger_paths(),
         },
+        "webhooks": ledger.ledger_webhooks(),
     }
