@@ -28,7 +28,9 @@ class Stored:
 
 
 def check_key(key: Any) -> str:
-    if not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY_LENGTH:
+    # NUL: PostgreSQL text cannot store it (and no sane key carries one).
+    if (not isinstance(key, str) or not key.strip() or len(key) > MAX_KEY_LENGTH
+            or "\x00" in key):
         raise ApiError("invalid_idempotency_key", 422, "'idempotencyKey' must be a non-empty "
                        f"string of at most {MAX_KEY_LENGTH} characters.", field="idempotencyKey")
     return key

@@ -20,6 +20,7 @@ from payments.errors import ApiError
 ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
 SIGNATURE_RE = re.compile(r"^0x[0-9a-fA-F]{130}$")
 UINT256_MAX = 2**256 - 1
+LEDGER_INT_MAX = 2**63 - 1
 
 PERMIT_TYPES = {
     "Permit": [
@@ -85,6 +86,11 @@ def parse_permit(body: Any) -> Permit:
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= UINT256_MAX:
             raise ApiError("invalid_permit", 422, f"'permit.{name}' must be an unsigned "
                            "integer (a decimal string is fine).", field=f"permit.{name}")
+        # value and nonce are stored in BIGINT columns (the deadline only as a time).
+        if name != "deadline" and raw > LEDGER_INT_MAX:
+            raise ApiError("invalid_permit", 422, f"'permit.{name}' is above {LEDGER_INT_MAX}, "
+                           "the largest the ledger records; sign a smaller budget.",
+                           field=f"permit.{name}")
         numbers[name] = raw
     signature = body.get("signature")
     if not isinstance(signature, str) or not SIGNATURE_RE.match(signature):

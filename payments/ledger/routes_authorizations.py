@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -133,7 +134,14 @@ class AuthorizationRoutes:
                     "expiresAt": issued.record.expires_at.isoformat(),
                     "summary": summary_view(issued.code, authorization, app, connection_id,
                                             issued.record.expires_at, now)}
-        response = JSONResponse(await self.s.run(work), headers={"cache-control": "no-store"})
+        try:
+            result = await self.s.run(work)
+        except IntegrityError:
+            # A concurrent call with the same permit (a double submit) or for the same
+            # account inserted the one active budget or connection first: run again, and
+            # find it.
+            result = await self.s.run(work)
+        response = JSONResponse(result, headers={"cache-control": "no-store"})
         return self.cors.allow(response, request.headers.get("origin"),
                                origin_of(self.c.portal_url))
 
@@ -148,9 +156,12 @@ class AuthorizationRoutes:
             raise ApiError("invalid_owner_proof", 422, "'ownerProof' needs authorizationId and "
                            "issuedAt.")
         try:
-            age = (now - datetime.fromisoformat(issued_at.replace("Z", "+00:00"))).total_seconds()
+            issued = datetime.fromisoformat(issued_at.replace("Z", "+00:00"))
         except ValueError:
             raise ApiError("invalid_owner_proof", 422, "'issuedAt' is not an ISO time.") from None
+        if issued.tzinfo is None:  # an aware minus a naive datetime raises TypeError
+            raise ApiError("invalid_owner_proof", 422, "'issuedAt' needs a UTC offset (or Z).")
+        age = (now - issued).total_seconds()
         if not -30 <= age <= OWNER_PROOF_MAX_AGE_SECONDS:
             raise ApiError("owner_proof_expired", 422, "The wallet proof is too old; sign "
                            "again.")

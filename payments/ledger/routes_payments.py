@@ -56,6 +56,25 @@ def charge_response(recorded: Recorded, authorization: Authorization,
     }
 
 
+def nameable(path_value: str) -> bool:
+    """PostgreSQL text cannot hold NUL: a path id or slug with one names nothing here."""
+    return "\x00" not in path_value
+
+
+def code_audience(session: Session, code: str) -> str | None:
+    """The origin a (replayed) payment answer may be read from: its code's audience."""
+    record = codes.find(session, CodeKind.PAYMENT, code)
+    return record.audience if record else None
+
+
+def locked_order(session: Session, order_id: str | None) -> Order | None:
+    """The order row, locked until commit: two payments of one order must not both read
+    ``created`` (PostgreSQL; SQLite's write lock already serializes them)."""
+    if not order_id:
+        return None
+    return session.get(Order, order_id, with_for_update=True, populate_existing=True)
+
+
 class PaymentRoutes:
     def __init__(self, services: DeveloperServices, config: LedgerConfig, cors: Cors) -> None:
         self.s = services
@@ -101,9 +120,10 @@ class PaymentRoutes:
             app = app_by_slug(session, app_slug)
             stored = idempotency.replay(session, app.id, "pay", key, request_hash, now)
             if stored is not None:
-                return stored.status, stored.body, None
-            product = session.scalar(select(Product).where(Product.app_id == app.id,
-                                                           Product.slug == product_slug))
+                return stored.status, stored.body, code_audience(session, code)
+            product = session.scalar(select(Product).where(
+                Product.app_id == app.id, Product.slug == product_slug)) if nameable(
+                product_slug) else None
             if product is None or product.status != ProductStatus.ACTIVE:
                 raise ApiError("product_not_found", 404, f"No active product '{product_slug}' "
                                f"in app '{app_slug}'.")
@@ -116,7 +136,7 @@ class PaymentRoutes:
                 again = idempotency.replay(session, app.id, "pay", key, request_hash, now)
                 if again is None:
                     raise
-                return again.status, again.body, None
+                return again.status, again.body, code_audience(session, code)
             if record.app_id != app.id or record.product_id != product.id:
                 raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "This payment code "
                                "was issued for another product.")
@@ -137,7 +157,7 @@ class PaymentRoutes:
             if spender.lower() != authorization.spender:
                 raise ApiError("SPENDER_MISMATCH", 403, "x-svc-budget-spender is not this "
                                "authorization's spender.")
-            order = session.get(Order, order_id) if order_id else None
+            order = locked_order(session, order_id)
             amount = self._amount(product, order)
             recorded = record_charge(session, ChargeIntent(
                 app=app, product=product, authorization=authorization, amount=amount,
@@ -149,8 +169,7 @@ class PaymentRoutes:
 
         status, body, audience = await self._retrying(work)
         response = JSONResponse(body, status_code=status)
-        return self.cors.allow(response, request.headers.get("origin"),
-                               audience or request.headers.get("origin"))
+        return self.cors.allow(response, request.headers.get("origin"), audience)
 
     async def _retrying(self, work: Any) -> Any:
         """Run once more if a concurrent request with the same idempotency key won the
@@ -244,7 +263,7 @@ class PaymentRoutes:
 
         def work(session: Session) -> dict[str, Any]:
             api_key = authorized_key(session, secret, "orders:read", now)
-            order = session.get(Order, order_id)
+            order = session.get(Order, order_id) if nameable(order_id) else None
             require_app_access(api_key, session.get(App, order.app_id) if order else None,
                                "order")
             assert order is not None
@@ -260,7 +279,7 @@ class PaymentRoutes:
 
         def work(session: Session) -> dict[str, Any]:
             api_key = authorized_key(session, secret, "deliveries:read", now)
-            delivery = session.get(Delivery, delivery_id)
+            delivery = session.get(Delivery, delivery_id) if nameable(delivery_id) else None
             require_app_access(api_key, session.get(App, delivery.app_id) if delivery else None,
                                "delivery")
             assert delivery is not None
@@ -277,7 +296,8 @@ class PaymentRoutes:
 
         def work(session: Session) -> dict[str, Any]:
             api_key = authorized_key(session, secret, "receipts:read", now)
-            charge = session.get(Charge, seq) if seq else None
+            # A well-formed id above BIGINT cannot be ours (and would not bind as a key).
+            charge = session.get(Charge, seq) if seq and seq < 2**63 else None
             app = require_app_access(api_key, session.get(App, charge.app_id) if charge else None,
                                      "receipt")
             assert charge is not None
@@ -378,7 +398,7 @@ class PaymentRoutes:
                     or connection.status != ConnectionStatus.ACTIVE):
                 raise ApiError("ACCOUNT_CONNECTION_MISMATCH", 409, "No active account "
                                "connection with this id for this app.")
-            order = session.get(Order, order_id) if order_id else None
+            order = locked_order(session, order_id)
             if order_id and (order is None or order.app_id != app.id
                              or order.product_id != product.id):
                 raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The order does not "

@@ -127,3 +127,49 @@ def build_world(router: RunningRouter, sessions: sessionmaker[Session]) -> PayWo
                             scopes=list(KEY_SCOPES), environment="test", created_by=None,
                             now=utcnow()).secret
     return PayWorld(router, sessions, app, secret, products)
+
+
+# -- helpers added for the ledger suites (concurrency, codes, budgets, handoffs) -------------
+
+
+def sign_owner_proof_as(signer: LocalAccount, owner: str, app_slug: str, return_url: str,
+                        authorization_id: str, issued_at: str) -> dict[str, Any]:
+    """An owner proof with a chosen ``issuedAt`` and signer (``owner`` is only claimed)."""
+    from eth_account.messages import encode_defunct
+    text = owner_proof_text(app_slug, return_url, PARAMS.spender, authorization_id, issued_at)
+    signed = Account.sign_message(encode_defunct(text=text), signer.key)
+    return {"owner": owner, "authorizationId": authorization_id, "issuedAt": issued_at,
+            "signature": "0x" + signed.signature.hex().removeprefix("0x")}
+
+
+def add_product(world: PayWorld, spec: dict[str, Any]) -> Product:
+    """Create one more product of the world's app from wire fields (spec 2.3)."""
+    with transaction(world.sessions) as session:
+        attached = session.get(App, world.app.id)
+        assert attached is not None
+        product = create_product(session, attached, spec)
+    world.products[product.slug] = product
+    return product
+
+
+def start_handoff(world: PayWorld, merchant_user_id: str, **extra: Any) -> httpx.Response:
+    """The developer backend's ``POST /api/account-handoffs`` with the world's key."""
+    body = {"appSlug": world.app.slug, "merchantUserId": merchant_user_id,
+            "gameAccountLabel": "Player One", "returnUrl": f"{world.portal}/{world.app.slug}",
+            **extra}
+    with world.keyed() as backend:
+        return backend.post("/api/account-handoffs", json=body)
+
+
+def handoff_token(portal_url: str) -> str:
+    from urllib.parse import parse_qs, urlsplit
+    return parse_qs(urlsplit(portal_url).query)["handoff"][0]
+
+
+def connect(world: PayWorld, account: LocalAccount, merchant_user_id: str, value: int,
+            nonce: int = 0) -> dict[str, Any]:
+    """Bind ``merchant_user_id`` to ``account`` with a fresh budget; the return-code body."""
+    started = start_handoff(world, merchant_user_id)
+    assert started.status_code == 200, started.text
+    token = handoff_token(started.json()["handoff"]["portalUrl"])
+    return world.authorize(account, value, nonce, handoff=token)

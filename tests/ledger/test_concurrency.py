@@ -1,0 +1,158 @@
+"""Single use, budget limits and idempotency under real parallel clients (SQLite and
+PostgreSQL): the guarantees must come from the database, not from request ordering."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.ledger.models import (
+    AccountConnection,
+    Authorization,
+    AuthorizationStatus,
+    Charge,
+    Delivery,
+    Order,
+)
+from tests.ledger.flow import (
+    PayWorld,
+    build_world,
+    handoff_token,
+    sign_permit,
+    start_handoff,
+    wallet,
+)
+from tests.ledger.parallel import run_parallel
+from tests.support.router import RouterFactory
+
+PRICE = 10_000  # the ``retry`` template
+
+
+@pytest.fixture
+def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[PayWorld]:
+    with start_router() as router:
+        yield build_world(router, sessions)
+
+
+def count(world: PayWorld, model: type) -> int:
+    with world.sessions() as session:
+        return int(session.scalar(select(func.count()).select_from(model)) or 0)
+
+
+def paying(world: PayWorld, code: str, key: str) -> Callable[[httpx.Client], httpx.Response]:
+    user = wallet(1)
+    return lambda client: world.pay(client, user, "retry", code, key)
+
+
+def test_one_code_two_hundred_callers_one_charge(world: PayWorld) -> None:
+    summary = world.authorize(wallet(1), 10 * PRICE)["code"]
+    code = world.payment_code(summary, "retry")
+    jobs = [paying(world, code, f"game:retry:{i}") for i in range(200)]
+    responses = run_parallel(world, jobs, workers=200)
+    statuses = Counter(r.status_code for r in responses)
+    assert statuses == {201: 1, 409: 199}, statuses
+    refused = {r.json()["code"] for r in responses if r.status_code == 409}
+    assert refused == {"AUTHORIZATION_CODE_CONSUMED"}
+    assert count(world, Charge) == 1
+    assert count(world, Delivery) == 1
+    with world.sessions() as session:
+        budget = session.scalars(select(Authorization)).one()
+        assert budget.spent_atomic == PRICE
+
+
+def test_three_hundred_charges_against_a_budget_for_one_hundred(world: PayWorld) -> None:
+    user = wallet(1)
+    value = 100 * PRICE
+    summary = world.authorize(user, value)["code"]
+
+    def exchange(client: httpx.Client) -> str:
+        response = client.post("/api/authorizations/payment-code", json={
+            "authorizationCode": summary, "paymentUrl": world.payment_url("retry"),
+            "developerUserId": "user-1"})
+        assert response.status_code == 200, response.text
+        code: str = response.json()["authorization"]["authorizationCode"]
+        return code
+
+    codes = run_parallel(world, [exchange] * 300, workers=30, origin=world.audience)
+    assert len(set(codes)) == 300
+    jobs = [paying(world, code, f"game:retry:{i}") for i, code in enumerate(codes)]
+    responses = run_parallel(world, jobs, workers=150)
+
+    statuses = Counter(r.status_code for r in responses)
+    assert statuses == {201: 100, 402: 200}, statuses
+    refused = [r.json() for r in responses if r.status_code == 402]
+    assert {body["code"] for body in refused} == {"INSUFFICIENT_BUDGET"}
+    remainders = [int(r.json()["remaining"]) for r in responses]
+    assert min(remainders) >= 0
+    assert sorted(int(r.json()["remaining"]) for r in responses if r.status_code == 201) == [
+        value - PRICE * n for n in range(100, 0, -1)]  # every step of the budget, once
+    assert count(world, Charge) == 100
+    assert count(world, Delivery) == 100
+    with world.sessions() as session:
+        budget = session.scalars(select(Authorization)).one()
+        assert budget.spent_atomic == value
+        assert budget.value_atomic - budget.spent_atomic == 0
+        assert session.scalar(select(func.sum(Charge.amount_atomic))) == value
+
+
+def test_same_key_same_code_in_parallel_is_one_charge(world: PayWorld) -> None:
+    summary = world.authorize(wallet(1), 10 * PRICE)["code"]
+    code = world.payment_code(summary, "retry")
+    responses = run_parallel(world, [paying(world, code, "game:retry:once")] * 60, workers=60)
+    assert {r.status_code for r in responses} == {201}
+    bodies = [r.json() for r in responses]
+    assert all(body == bodies[0] for body in bodies)
+    assert bodies[0]["idempotencyKey"] == "svc:game:retry:once"
+    assert count(world, Charge) == 1
+    with world.sessions() as session:
+        assert session.scalars(select(Authorization)).one().spent_atomic == PRICE
+
+
+def test_one_order_paid_by_parallel_codes_is_charged_once(world: PayWorld) -> None:
+    user = wallet(1)
+    summary = world.authorize(user, 100 * PRICE)["code"]
+    with world.keyed() as backend:
+        created = backend.post("/api/orders", json={
+            "productId": world.products["retry"].id, "developerUserId": "user-1",
+            "idempotencyKey": "order-1"})
+    assert created.status_code == 201, created.text
+    order_id = created.json()["order"]["id"]
+    codes = [world.payment_code(summary, "retry", orderId=order_id) for _ in range(20)]
+    jobs = [lambda client, c=code, i=i: world.pay(client, user, "retry", c, f"order:{i}",
+                                                  orderId=order_id)
+            for i, code in enumerate(codes)]
+    responses = run_parallel(world, jobs, workers=20)
+    statuses = Counter(r.status_code for r in responses)
+    assert statuses == {201: 1, 409: 19}, statuses
+    assert {r.json()["code"] for r in responses if r.status_code == 409} == {
+        "ORDER_ALREADY_PAID"}
+    assert count(world, Charge) == 1
+    with world.sessions() as session:
+        assert session.scalars(select(Authorization)).one().spent_atomic == PRICE
+        order = session.get(Order, order_id)
+        assert order is not None and order.status.value == "paid"
+
+
+def test_the_same_permit_posted_in_parallel_is_one_budget(world: PayWorld) -> None:
+    """A double-submitting portal (or a retry) must not turn into a 500."""
+    user = wallet(1)
+    token = handoff_token(start_handoff(world, "merchant-1").json()["handoff"]["portalUrl"])
+    body = {"app": world.app.slug, "returnUrl": f"{world.portal}/{world.app.slug}",
+            "permit": sign_permit(user, 10 * PRICE), "handoff": token}
+
+    def post(client: httpx.Client) -> httpx.Response:
+        return client.post("/api/authorizations/return-code", json=body)
+
+    responses = run_parallel(world, [post] * 20, workers=20, origin=world.portal)
+    assert {r.status_code for r in responses} == {200}, [r.text for r in responses][:3]
+    assert len({r.json()["summary"]["authorizationId"] for r in responses}) == 1
+    assert len({r.json()["summary"]["accountConnectionId"] for r in responses}) == 1
+    with world.sessions() as session:
+        statuses = session.scalars(select(Authorization.status)).all()
+        assert statuses == [AuthorizationStatus.ACTIVE]
+    assert count(world, AccountConnection) == 1

@@ -1,0 +1,199 @@
+"""Trusted-server charges (spec 4.4): the product's policy gates them, the cap holds, and
+the ``paymentProof`` verifies with ``svc.proofs`` and with nothing changed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.ledger.models import Charge, WebhookEvent
+from svc.proofs import SCHEME, ProofError, canonical_json, verify_payment_proof
+from tests.ledger.flow import (
+    PayWorld,
+    add_product,
+    build_world,
+    connect,
+    sign_permit,
+    wallet,
+)
+from tests.support.router import RouterFactory
+
+TRUSTED = {"trustedServerCharge": {"enabled": True, "maxAmountAtomic": "20000"}}
+
+
+@pytest.fixture
+def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[PayWorld]:
+    with start_router() as router:
+        world = build_world(router, sessions)
+        add_product(world, {"slug": "boost", "name": "Boost", "priceAtomic": "10000",
+                            "riskPolicy": TRUSTED})
+        add_product(world, {"slug": "credits", "name": "Credits", "priceAtomic": "1000",
+                            "pricing": "dynamic_order", "minAmountAtomic": "1000",
+                            "maxAmountAtomic": "1000000", "riskPolicy": TRUSTED})
+        yield world
+
+
+def charge(world: PayWorld, product: str, connection_id: str, key: str,
+           **extra: Any) -> httpx.Response:
+    with world.keyed() as backend:
+        return backend.post("/api/charges", json={
+            "productId": world.products[product].id, "accountConnectionId": connection_id,
+            "idempotencyKey": key, "developerUserId": "user-1", **extra})
+
+
+def refused(response: httpx.Response, status: int, code: str) -> None:
+    assert response.status_code == status, response.text
+    assert response.json()["code"] == code and response.json()["message"]
+
+
+def count(world: PayWorld, model: type) -> int:
+    with world.sessions() as session:
+        return int(session.scalar(select(func.count()).select_from(model)) or 0)
+
+
+@pytest.fixture
+def connection_id(world: PayWorld) -> str:
+    connection: str = connect(world, wallet(1), "merchant-1", 100_000)["summary"][
+        "accountConnectionId"]
+    return connection
+
+
+def test_policy_gates_trusted_charges(world: PayWorld, connection_id: str) -> None:
+    refused(charge(world, "retry", connection_id, "c:1"), 403, "TRUSTED_CHARGE_NOT_ALLOWED")
+    # legendary allows them, but its price (100 000) is over its cap (50 000).
+    refused(charge(world, "legendary", connection_id, "c:2"), 403, "TRUSTED_CHARGE_OVER_LIMIT")
+    with world.keyed() as backend:
+        order = backend.post("/api/orders", json={
+            "productId": world.products["credits"].id, "developerUserId": "user-1",
+            "idempotencyKey": "o:1", "amountAtomic": "20001"}).json()["order"]
+    refused(charge(world, "credits", connection_id, "c:3", orderId=order["id"]), 403,
+            "TRUSTED_CHARGE_OVER_LIMIT")
+    refused(charge(world, "credits", connection_id, "c:4"), 409, "ORDER_REQUIRED")
+    refused(charge(world, "boost", "zconn_nope", "c:5"), 409, "ACCOUNT_CONNECTION_MISMATCH")
+    assert count(world, Charge) == 0
+
+
+def test_trusted_charge_returns_a_verifiable_proof(world: PayWorld,
+                                                  connection_id: str) -> None:
+    response = charge(world, "boost", connection_id, "game:boost:1")
+    assert response.status_code == 201, response.text
+    assert response.headers["cache-control"] == "no-store"
+    body = response.json()
+    proof = body["paymentProof"]
+    assert proof["scheme"] == SCHEME
+    payload = verify_payment_proof(proof, world.api_key)
+    assert payload["chargeId"] == body["chargeId"]
+    assert payload["deliveryId"] == body["deliveryId"]
+    assert payload["idempotencyKey"] == body["idempotencyKey"] == "svc:game:boost:1"
+    assert payload["amountAtomic"] == body["amountAtomic"] == "10000"
+    assert payload["appId"] == world.app.id
+    assert payload["productId"] == world.products["boost"].id
+    assert payload["accountConnectionId"] == connection_id
+    assert payload["ownerWallet"] == wallet(1).address.lower()
+    assert payload["developerUserId"] == "user-1" and payload["issuedAt"]
+    assert body["remaining"] == "90000" and body["status"] == "delivered"
+
+    again = charge(world, "boost", connection_id, "game:boost:1")
+    assert again.status_code == 201 and again.json() == body  # the same answer, same proof
+    assert count(world, Charge) == 1
+    with world.sessions() as session:
+        event = session.scalars(select(WebhookEvent)).one()
+    assert event.type == "payment.delivered"
+    assert event.payload["product"]["paymentPath"] == "trusted_server"
+
+    with world.keyed() as backend:
+        order = backend.post("/api/orders", json={
+            "productId": world.products["credits"].id, "developerUserId": "user-1",
+            "idempotencyKey": "o:1", "amountAtomic": "15000"}).json()["order"]
+        paid = charge(world, "credits", connection_id, "game:credits:1", orderId=order["id"])
+        assert paid.status_code == 201, paid.text
+        assert verify_payment_proof(paid.json()["paymentProof"], world.api_key)[
+            "amountAtomic"] == "15000"
+        assert backend.get(f"/api/orders/{order['id']}").json()["order"]["status"] == "paid"
+        refused(charge(world, "credits", connection_id, "game:credits:2",
+                       orderId=order["id"]), 409, "ORDER_ALREADY_PAID")
+
+
+def test_no_budget_means_needs_budget(world: PayWorld, connection_id: str) -> None:
+    with world.api(origin=world.portal) as api:
+        revoked = api.post("/api/authorizations/revoke",
+                           json={"permit": sign_permit(wallet(1), 0, nonce=1)})
+    assert revoked.status_code == 200, revoked.text
+    refused(charge(world, "boost", connection_id, "c:1"), 402, "needs_budget")
+    assert count(world, Charge) == 0
+
+
+def test_proof_fails_on_any_change(world: PayWorld, connection_id: str) -> None:
+    proof = charge(world, "boost", connection_id, "game:boost:1").json()["paymentProof"]
+    verify_payment_proof(proof, world.api_key)
+    raw = canonical_json(proof["payload"])
+    tried = 0
+    for index in range(len(raw)):
+        for flip in (0x01, 0x20):
+            changed = bytearray(raw)
+            changed[index] ^= flip
+            try:
+                payload = json.loads(bytes(changed))
+            except ValueError:
+                continue  # not JSON any more: nothing a receiver could be handed
+            if not isinstance(payload, dict) or payload == proof["payload"]:
+                continue
+            tried += 1
+            with pytest.raises(ProofError):
+                verify_payment_proof({**proof, "payload": payload}, world.api_key)
+    assert tried > len(raw)  # most single-byte changes still parse, and all were caught
+
+    for name, value in proof["payload"].items():  # a dropped or an added field
+        without = {k: v for k, v in proof["payload"].items() if k != name}
+        with pytest.raises(ProofError):
+            verify_payment_proof({**proof, "payload": without}, world.api_key)
+        with pytest.raises(ProofError):
+            verify_payment_proof({**proof, "payload": {**proof["payload"], name: [value]}},
+                                 world.api_key)
+    with pytest.raises(ProofError):
+        verify_payment_proof({**proof, "payload": {**proof["payload"], "extra": 1}},
+                             world.api_key)
+
+
+def test_proof_refuses_bad_signatures_and_schemes(world: PayWorld,
+                                                  connection_id: str) -> None:
+    proof = charge(world, "boost", connection_id, "game:boost:1").json()["paymentProof"]
+    digest = proof["signature"].removeprefix("sha256=")
+    flipped = "sha256=" + ("0" if digest[0] != "0" else "1") + digest[1:]
+    bad_proofs: list[Any] = [
+        None, "proof", [proof], {}, {k: v for k, v in proof.items() if k != "signature"},
+        {k: v for k, v in proof.items() if k != "payload"},
+        {k: v for k, v in proof.items() if k != "scheme"},
+        {**proof, "scheme": "svc.proof.v2"}, {**proof, "scheme": None},
+        {**proof, "payload": "not-an-object"}, {**proof, "payload": None},
+        {**proof, "signature": flipped}, {**proof, "signature": digest},
+        {**proof, "signature": "sha256=" + digest.upper()}, {**proof, "signature": ""},
+        {**proof, "signature": "sha1=" + digest}, {**proof, "signature": 12},
+        {**proof, "signature": "sha256=" + digest + "00"},
+        {**proof, "signature": "sha256=" + digest[:-1] + "é"},
+    ]
+    for bad in bad_proofs:
+        with pytest.raises(ProofError):
+            verify_payment_proof(bad, world.api_key)
+    with pytest.raises(ProofError, match="signed with another key"):
+        verify_payment_proof(proof, world.api_key + "x")
+    with pytest.raises(ProofError):
+        verify_payment_proof(proof, "")
+    assert verify_payment_proof(dict(proof), world.api_key) == proof["payload"]
+
+
+def test_sdk_helpers_import_no_server_package() -> None:
+    probe = ("import sys, svc.proofs, svc.handoff\n"
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+             "('payments', 'router', 'portal', 'ops', 'manifest', 'sqlalchemy', 'starlette')))")
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           check=True, timeout=60)
+    assert found.stdout.strip() == "[]"
