@@ -43,6 +43,8 @@ def field_str(body: dict[str, Any], name: str, *, required: bool = True, max_len
         return default
     if not isinstance(value, str):
         raise ApiError("invalid_field", 422, f"'{name}' must be a string.", field=name)
+    if "\x00" in value:  # PostgreSQL text cannot hold NUL, and no field of ours needs it
+        raise ApiError("invalid_field", 422, f"'{name}' contains a NUL character.", field=name)
     if len(value) > max_length:
         raise ApiError("invalid_field", 422, f"'{name}' is longer than {max_length} characters.",
                        field=name)

@@ -78,21 +78,24 @@ def unsettled_amount(session: Session, authorization_id: str) -> int:
     return int(total or 0)
 
 
-def reserve(session: Session, authorization_id: str, amount: int, now: datetime) -> bool:
-    """Take ``amount`` from the budget if, and only if, it is active and covers it.
+def reserve(session: Session, authorization_id: str, amount: int,
+            now: datetime) -> int | None:
+    """Take ``amount`` from the budget if, and only if, it is active and covers it; return
+    what is now spent, or None.
 
     One conditional UPDATE: the database serializes concurrent reservations on the row,
     so the sum of reservations can never exceed the permit value.
     """
-    result = session.execute(
+    spent = session.execute(
         update(Authorization)
         .where(Authorization.id == authorization_id,
                Authorization.status == AuthorizationStatus.ACTIVE,
                Authorization.deadline > now,
                Authorization.spent_atomic + amount <= Authorization.value_atomic)
         .values(spent_atomic=Authorization.spent_atomic + amount)
-        .execution_options(synchronize_session=False))
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+        .returning(Authorization.spent_atomic)
+        .execution_options(synchronize_session=False)).scalar()
+    return None if spent is None else int(spent)
 
 
 def refusal(authorization: Authorization, amount: int, now: datetime) -> ApiError:

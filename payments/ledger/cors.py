@@ -8,10 +8,14 @@ itself is then checked against its code's exact audience.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
+
+from payments.errors import ApiError, error_response
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 ALLOWED_HEADERS = "content-type, x-wallet-address, x-svc-budget-spender"
 _LOCAL = re.compile(r"^http://(localhost|127\.0\.0\.1):\d{1,5}$")
@@ -39,6 +43,18 @@ class Cors:
             "access-control-allow-origin": origin, "access-control-allow-methods": "GET, POST",
             "access-control-allow-headers": ALLOWED_HEADERS, "access-control-max-age": "600",
             "vary": "Origin"})
+
+    def readable_errors(self, endpoint: Endpoint) -> Endpoint:
+        """Errors of a browser endpoint are readable by the page that called it, so the
+        client can tell AUTHORIZATION_CODE_CONSUMED from a network failure (spec 4.9)."""
+        async def wrapped(request: Request) -> Response:
+            try:
+                return await endpoint(request)
+            except ApiError as exc:
+                origin = request.headers.get("origin")
+                return self.allow(error_response(exc), origin,
+                                  origin if self.plausible(origin) else None)
+        return wrapped
 
     @staticmethod
     def allow(response: Response, origin: str | None, audience: str | None) -> Response:

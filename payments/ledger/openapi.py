@@ -68,7 +68,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
                                  "its owner for this app, return URL and budget"),
     "owner_proof_expired": (422, f"the wallet-ownership proof is older than "
                                  f"{OWNER_PROOF_MAX_AGE_SECONDS} s"),
-    "needs_budget": (409, "the wallet has no active budget left (`budgetState`); sign a new "
+    "needs_budget": (402, "the wallet has no active budget left (`budgetState`); sign a new "
                           "permit"),
     "no_active_budget": (404, "the wallet has no active budget to revoke"),
     "handoff_invalid": (422, "the account handoff token is not valid, or belongs to another "
@@ -106,10 +106,6 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
                                        "`riskPolicy.trustedServerCharge.maxAmountAtomic`"),
     "internal_error": (500, "the service failed; retry later"),
 }
-
-# Trusted charges answer `needs_budget` with 402 (no active budget on the connected wallet),
-# the portal's return-code with 409: one identifier, two statuses, both listed.
-STATUS_EXCEPTIONS: dict[tuple[str, str], int] = {("charges", "needs_budget"): 402}
 
 BODY_ERRORS = ("invalid_json", "payload_too_large", "unsupported_media_type", "missing_field",
                "invalid_field")
@@ -660,8 +656,7 @@ def ledger_paths() -> dict[str, Any]:
                         "AUTHORIZATION_CODE_INTENT_MISMATCH", "ORDER_ALREADY_PAID",
                         "ORDER_REQUIRED", "TRUSTED_CHARGE_NOT_ALLOWED",
                         "TRUSTED_CHARGE_OVER_LIMIT", "needs_budget", *RECIPIENT_ERRORS,
-                        "invalid_amount", *BUDGET_ERRORS],
-                statuses={"needs_budget": STATUS_EXCEPTIONS[("charges", "needs_budget")]}),
+                        "invalid_amount", *BUDGET_ERRORS]),
         },
     }
 

@@ -87,14 +87,15 @@ class AuthorizationRoutes:
     def routes(self) -> list[Route]:
         p = "/api/authorizations"
         preflight = preflight_route(self.cors)
+        readable = self.cors.readable_errors
         return [
-            Route(f"{p}/return-code", self.return_code, methods=["POST"]),
+            Route(f"{p}/return-code", readable(self.return_code), methods=["POST"]),
             Route(f"{p}/return-code", preflight, methods=["OPTIONS"]),
-            Route(f"{p}/summary", self.summary, methods=["GET"]),
+            Route(f"{p}/summary", readable(self.summary), methods=["GET"]),
             Route(f"{p}/summary", preflight, methods=["OPTIONS"]),
-            Route(f"{p}/payment-code", self.payment_code, methods=["POST"]),
+            Route(f"{p}/payment-code", readable(self.payment_code), methods=["POST"]),
             Route(f"{p}/payment-code", preflight, methods=["OPTIONS"]),
-            Route(f"{p}/revoke", self.revoke, methods=["POST"]),
+            Route(f"{p}/revoke", readable(self.revoke), methods=["POST"]),
             Route(f"{p}/revoke", preflight, methods=["OPTIONS"]),
         ]
 
@@ -174,7 +175,7 @@ class AuthorizationRoutes:
         if (authorization is None or authorization.owner_wallet != owner
                 or authorization.status != AuthorizationStatus.ACTIVE
                 or remaining(authorization, now) <= 0):
-            raise ApiError("needs_budget", 409, "This wallet has no active budget left; sign a "
+            raise ApiError("needs_budget", 402, "This wallet has no active budget left; sign a "
                            "new permit.", budgetState="needs_budget")
         return authorization
 

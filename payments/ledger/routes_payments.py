@@ -83,7 +83,8 @@ class PaymentRoutes:
 
     def routes(self) -> list[Route]:
         return [
-            Route("/api/pay/{app}/{product}", self.pay, methods=["POST"]),
+            Route("/api/pay/{app}/{product}", self.cors.readable_errors(self.pay),
+                  methods=["POST"]),
             Route("/api/pay/{app}/{product}", preflight_route(self.cors), methods=["OPTIONS"]),
             Route("/api/orders", self.create_order, methods=["POST"]),
             Route("/api/orders/{order_id}", self.get_order, methods=["GET"]),
@@ -403,6 +404,8 @@ class PaymentRoutes:
                              or order.product_id != product.id):
                 raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The order does not "
                                "match this product.")
+            if product.status != ProductStatus.ACTIVE:
+                raise ApiError("product_not_found", 404, "This product is not active.")
             amount = self._amount(product, order)
             self._check_trusted_policy(product, amount)
             authorization = active_authorization(session, connection.owner_wallet,

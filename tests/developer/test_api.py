@@ -74,7 +74,7 @@ def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Itera
 
 
 def test_grant_scopes_and_app_binding(world: World) -> None:
-    other_dev, other_org = add_developer(world.sessions, "dev2")
+    _, other_org = add_developer(world.sessions, "dev2")
     add_owned_app(world.sessions, other_org, "theirs")
     add_owned_app(world.sessions, world.org_id, "second")
     token = world.grant("game", ["apps:read"])

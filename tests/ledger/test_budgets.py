@@ -228,10 +228,10 @@ def test_owner_proof_refusals(world: PayWorld) -> None:
     refused(proof_return(world, proof(), "http://localhost:5173/game/x"), 422,
             "invalid_owner_proof")
     # Someone else's budget, even with a valid signature of one's own.
-    refused(proof_return(world, proof(budget=other_budget)), 409, "needs_budget")
-    refused(proof_return(world, proof(budget="zauth_nope")), 409, "needs_budget")
+    refused(proof_return(world, proof(budget=other_budget)), 402, "needs_budget")
+    refused(proof_return(world, proof(budget="zauth_nope")), 402, "needs_budget")
     forged = {**proof(), "signature": "0x" + "11" * 65}
     refused(proof_return(world, forged), 422, "invalid_owner_proof")
     # A revoked budget cannot be reused by proof.
     assert revoke(world, sign_permit(user, 0, nonce=1)).status_code == 200
-    refused(proof_return(world, proof()), 409, "needs_budget")
+    refused(proof_return(world, proof()), 402, "needs_budget")
