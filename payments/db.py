@@ -9,10 +9,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import DateTime, Engine, Enum, MetaData, create_engine, event
+from sqlalchemy import DateTime, Engine, Enum, MetaData, String, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Session, mapped_column, sessionmaker
 from sqlalchemy.types import TypeDecorator
+
+from payments.ids import IdPrefix, new_id
 
 # Stable constraint names so Alembic migrations can drop what they create on both engines.
 NAMING = {
@@ -49,6 +51,18 @@ class UtcDateTime(TypeDecorator[datetime]):
         if value is None or value.tzinfo is not None:
             return value
         return value.replace(tzinfo=UTC)
+
+
+def id_column(prefix: IdPrefix) -> Any:
+    """A string primary key that defaults to a new id with ``prefix``."""
+    return mapped_column(String(48), primary_key=True, default=lambda: new_id(prefix))
+
+
+def time_column(nullable: bool = False) -> Any:
+    """A UTC timestamp: ``now`` by default, or nullable and empty."""
+    if nullable:
+        return mapped_column(UtcDateTime, default=None, nullable=True)
+    return mapped_column(UtcDateTime, default=utcnow)
 
 
 def enum_column(cls: type[StrEnum], name: str | None = None) -> Enum:

@@ -9,37 +9,27 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from payments.db import Base, UtcDateTime, enum_column, utcnow
-from payments.ids import IdPrefix, new_id
-
-
-def _id(prefix: IdPrefix) -> Any:
-    return mapped_column(String(48), primary_key=True, default=lambda: new_id(prefix))
-
-
-def _when(nullable: bool = False) -> Any:
-    if nullable:
-        return mapped_column(UtcDateTime, default=None, nullable=True)
-    return mapped_column(UtcDateTime, default=utcnow)
+from payments.db import Base, enum_column, id_column, time_column
+from payments.ids import IdPrefix
 
 
 class Organization(Base):
     """Owns apps and API keys (spec 2.6). Single-member today; the model allows more."""
 
     __tablename__ = "organizations"
-    id: Mapped[str] = _id(IdPrefix.ORGANIZATION)
+    id: Mapped[str] = id_column(IdPrefix.ORGANIZATION)
     name: Mapped[str] = mapped_column(String(120))
-    created_at: Mapped[datetime] = _when()
+    created_at: Mapped[datetime] = time_column()
 
 
 class Developer(Base):
     __tablename__ = "developers"
-    id: Mapped[str] = _id(IdPrefix.DEVELOPER)
+    id: Mapped[str] = id_column(IdPrefix.DEVELOPER)
     email: Mapped[str] = mapped_column(String(254), unique=True)  # stored lower-case
     username: Mapped[str] = mapped_column(String(40), unique=True)  # stored lower-case
     password_hash: Mapped[str] = mapped_column(String(200))
-    email_verified_at: Mapped[datetime | None] = _when(nullable=True)
-    created_at: Mapped[datetime] = _when()
+    email_verified_at: Mapped[datetime | None] = time_column(nullable=True)
+    created_at: Mapped[datetime] = time_column()
 
 
 class Role(StrEnum):
@@ -54,7 +44,7 @@ class Membership(Base):
     developer_id: Mapped[str] = mapped_column(
         ForeignKey("developers.id", ondelete="CASCADE"), primary_key=True, index=True)
     role: Mapped[Role] = mapped_column(enum_column(Role), default=Role.OWNER)
-    created_at: Mapped[datetime] = _when()
+    created_at: Mapped[datetime] = time_column()
 
 
 class EmailVerification(Base):
@@ -64,22 +54,22 @@ class EmailVerification(Base):
     developer_id: Mapped[str] = mapped_column(
         ForeignKey("developers.id", ondelete="CASCADE"), primary_key=True)
     code_hash: Mapped[str] = mapped_column(String(64))
-    expires_at: Mapped[datetime] = _when()
-    last_sent_at: Mapped[datetime] = _when()
+    expires_at: Mapped[datetime] = time_column()
+    last_sent_at: Mapped[datetime] = time_column()
     failed_attempts: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class ConsoleSession(Base):
     __tablename__ = "console_sessions"
-    id: Mapped[str] = _id(IdPrefix.SESSION)
+    id: Mapped[str] = id_column(IdPrefix.SESSION)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     developer_id: Mapped[str] = mapped_column(ForeignKey("developers.id", ondelete="CASCADE"),
                                               index=True)
     csrf_token: Mapped[str] = mapped_column(String(64))
-    created_at: Mapped[datetime] = _when()
-    last_seen_at: Mapped[datetime] = _when()
-    expires_at: Mapped[datetime] = _when()
-    revoked_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    last_seen_at: Mapped[datetime] = time_column()
+    expires_at: Mapped[datetime] = time_column()
+    revoked_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class AuthRequestStatus(StrEnum):
@@ -93,7 +83,7 @@ class CliAuthRequest(Base):
     """A CLI asking for a grant (browser or device flow, spec 5.3)."""
 
     __tablename__ = "cli_auth_requests"
-    id: Mapped[str] = _id(IdPrefix.CLI_AUTH_REQUEST)
+    id: Mapped[str] = id_column(IdPrefix.CLI_AUTH_REQUEST)
     device_code_hash: Mapped[str] = mapped_column(String(64), unique=True)
     user_code: Mapped[str] = mapped_column(String(16), unique=True)
     app_slug: Mapped[str | None] = mapped_column(String(63), default=None)
@@ -105,29 +95,29 @@ class CliAuthRequest(Base):
         ForeignKey("developers.id", ondelete="CASCADE"), default=None)
     approved_app_id: Mapped[str | None] = mapped_column(
         ForeignKey("apps.id", ondelete="CASCADE"), default=None)
-    created_at: Mapped[datetime] = _when()
-    expires_at: Mapped[datetime] = _when()
+    created_at: Mapped[datetime] = time_column()
+    expires_at: Mapped[datetime] = time_column()
 
 
 class CliGrant(Base):
     __tablename__ = "cli_grants"
-    id: Mapped[str] = _id(IdPrefix.CLI_GRANT)
+    id: Mapped[str] = id_column(IdPrefix.CLI_GRANT)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     developer_id: Mapped[str] = mapped_column(ForeignKey("developers.id", ondelete="CASCADE"),
                                               index=True)
     app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), index=True)
     scopes: Mapped[list[str]] = mapped_column(JSON, default=list)
-    created_at: Mapped[datetime] = _when()
-    expires_at: Mapped[datetime] = _when()
-    revoked_at: Mapped[datetime | None] = _when(nullable=True)
-    last_used_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    expires_at: Mapped[datetime] = time_column()
+    revoked_at: Mapped[datetime | None] = time_column(nullable=True)
+    last_used_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class ApiKey(Base):
     """A backend ``zpk_`` key: only its hash and a masked preview are kept."""
 
     __tablename__ = "api_keys"
-    id: Mapped[str] = _id(IdPrefix.API_KEY_RECORD)
+    id: Mapped[str] = id_column(IdPrefix.API_KEY_RECORD)
     organization_id: Mapped[str] = mapped_column(
         ForeignKey("organizations.id", ondelete="CASCADE"), index=True)
     app_id: Mapped[str | None] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"),
@@ -139,9 +129,9 @@ class ApiKey(Base):
     preview: Mapped[str] = mapped_column(String(40))
     created_by: Mapped[str | None] = mapped_column(
         ForeignKey("developers.id", ondelete="SET NULL"), default=None)
-    created_at: Mapped[datetime] = _when()
-    revoked_at: Mapped[datetime | None] = _when(nullable=True)
-    last_used_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    revoked_at: Mapped[datetime | None] = time_column(nullable=True)
+    last_used_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class NotificationKind(StrEnum):
@@ -153,10 +143,10 @@ class OperatorNotification(Base):
     """Internal notifications for operators; never delivered to developers (spec 6)."""
 
     __tablename__ = "operator_notifications"
-    id: Mapped[str] = _id(IdPrefix.NOTIFICATION)
+    id: Mapped[str] = id_column(IdPrefix.NOTIFICATION)
     kind: Mapped[NotificationKind] = mapped_column(enum_column(NotificationKind))
     app_id: Mapped[str | None] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"),
                                                default=None, index=True)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    created_at: Mapped[datetime] = _when()
-    handled_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    handled_at: Mapped[datetime | None] = time_column(nullable=True)

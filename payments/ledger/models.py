@@ -24,21 +24,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from payments.db import Base, UtcDateTime, enum_column, utcnow
-from payments.ids import IdPrefix, new_id
+from payments.db import Base, UtcDateTime, enum_column, id_column, time_column
+from payments.ids import IdPrefix
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a BIGINT identity.
 SEQ = BigInteger().with_variant(Integer(), "sqlite")
 
-
-def _id(prefix: IdPrefix) -> Any:
-    return mapped_column(String(48), primary_key=True, default=lambda: new_id(prefix))
-
-
-def _when(nullable: bool = False) -> Any:
-    if nullable:
-        return mapped_column(UtcDateTime, default=None, nullable=True)
-    return mapped_column(UtcDateTime, default=utcnow)
 
 
 class AuthorizationStatus(StrEnum):
@@ -66,7 +57,7 @@ class Authorization(Base):
               unique=True, sqlite_where=text("status = 'active'"),
               postgresql_where=text("status = 'active'")),
     )
-    id: Mapped[str] = _id(IdPrefix.AUTHORIZATION)
+    id: Mapped[str] = id_column(IdPrefix.AUTHORIZATION)
     owner_wallet: Mapped[str] = mapped_column(String(42), index=True)  # lower-case hex
     spender: Mapped[str] = mapped_column(String(42))  # lower-case hex
     token: Mapped[str] = mapped_column(String(42))
@@ -82,8 +73,8 @@ class Authorization(Base):
     relay_status: Mapped[RelayStatus] = mapped_column(enum_column(RelayStatus),
                                                       default=RelayStatus.PENDING)
     relay_tx_hash: Mapped[str | None] = mapped_column(String(66), default=None)
-    created_at: Mapped[datetime] = _when()
-    revoked_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    revoked_at: Mapped[datetime | None] = time_column(nullable=True)
     # The signed Permit(value=0) of a revoke, for the relayer to send after the original.
     revoke_nonce: Mapped[int | None] = mapped_column(BigInteger, default=None)
     revoke_signature: Mapped[str | None] = mapped_column(String(132), default=None)
@@ -114,9 +105,9 @@ class AuthCode(Base):
                                                       default=None)
     developer_user_id: Mapped[str | None] = mapped_column(String(200), default=None)
     idempotency_key: Mapped[str | None] = mapped_column(String(200), default=None)
-    created_at: Mapped[datetime] = _when()
+    created_at: Mapped[datetime] = time_column()
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
-    consumed_at: Mapped[datetime | None] = _when(nullable=True)
+    consumed_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class OrderStatus(StrEnum):
@@ -128,7 +119,7 @@ class Order(Base):
     __tablename__ = "orders"
     __table_args__ = (UniqueConstraint("app_id", "idempotency_key",
                                        name="uq_orders_app_idempotency_key"),)
-    id: Mapped[str] = _id(IdPrefix.ORDER)
+    id: Mapped[str] = id_column(IdPrefix.ORDER)
     app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), index=True)
     product_id: Mapped[str] = mapped_column(ForeignKey("products.id"))
     amount_atomic: Mapped[int] = mapped_column(BigInteger)
@@ -137,8 +128,8 @@ class Order(Base):
     developer_user_id: Mapped[str] = mapped_column(String(200))
     idempotency_key: Mapped[str] = mapped_column(String(200))
     charge_seq: Mapped[int | None] = mapped_column(ForeignKey("charges.seq"), default=None)
-    created_at: Mapped[datetime] = _when()
-    paid_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    paid_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class SettlementStatus(StrEnum):
@@ -152,13 +143,13 @@ class SettlementBatch(Base):
     """Charges settled together by one ``chargeBatch`` transaction (chain issue)."""
 
     __tablename__ = "settlement_batches"
-    id: Mapped[str] = _id(IdPrefix.BATCH)
+    id: Mapped[str] = id_column(IdPrefix.BATCH)
     status: Mapped[SettlementStatus] = mapped_column(enum_column(SettlementStatus),
                                                      default=SettlementStatus.QUEUED)
     tx_hash: Mapped[str | None] = mapped_column(String(66), default=None)
     tx_nonce: Mapped[int | None] = mapped_column(BigInteger, default=None)
-    created_at: Mapped[datetime] = _when()
-    settled_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    settled_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class Charge(Base):
@@ -179,8 +170,8 @@ class Charge(Base):
                                                  default=None, index=True)
     settlement_tx_hash: Mapped[str | None] = mapped_column(String(66), default=None)
     source: Mapped[str] = mapped_column(String(32), default="product_route")
-    created_at: Mapped[datetime] = _when()
-    settled_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    settled_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class DeliveryStatus(StrEnum):
@@ -195,7 +186,7 @@ class Delivery(Base):
     __tablename__ = "deliveries"
     __table_args__ = (UniqueConstraint("app_id", "idempotency_key",
                                        name="uq_deliveries_app_idempotency_key"),)
-    id: Mapped[str] = _id(IdPrefix.DELIVERY)
+    id: Mapped[str] = id_column(IdPrefix.DELIVERY)
     app_id: Mapped[str] = mapped_column(ForeignKey("apps.id"), index=True)
     product_id: Mapped[str] = mapped_column(ForeignKey("products.id"))
     order_id: Mapped[str | None] = mapped_column(String(48), default=None)
@@ -205,20 +196,20 @@ class Delivery(Base):
     wallet_address: Mapped[str] = mapped_column(String(42))
     status: Mapped[DeliveryStatus] = mapped_column(enum_column(DeliveryStatus))
     fulfilled: Mapped[bool] = mapped_column(Boolean, default=False)
-    created_at: Mapped[datetime] = _when()
-    delivered_at: Mapped[datetime | None] = _when(nullable=True)
+    created_at: Mapped[datetime] = time_column()
+    delivered_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class WebhookEvent(Base):
     """An event as sent (spec 2.1); retries reuse its id."""
 
     __tablename__ = "webhook_events"
-    id: Mapped[str] = _id(IdPrefix.EVENT)
+    id: Mapped[str] = id_column(IdPrefix.EVENT)
     app_id: Mapped[str] = mapped_column(ForeignKey("apps.id"), index=True)
     type: Mapped[str] = mapped_column(String(40))
     delivery_id: Mapped[str | None] = mapped_column(ForeignKey("deliveries.id"), default=None)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
-    created_at: Mapped[datetime] = _when()
+    created_at: Mapped[datetime] = time_column()
 
 
 class AttemptStatus(StrEnum):
@@ -231,15 +222,15 @@ class WebhookAttempt(Base):
     """The outbox row the dispatcher works from (webhook issue)."""
 
     __tablename__ = "webhook_attempts"
-    id: Mapped[str] = _id(IdPrefix.WEBHOOK_ATTEMPT)
+    id: Mapped[str] = id_column(IdPrefix.WEBHOOK_ATTEMPT)
     event_id: Mapped[str] = mapped_column(ForeignKey("webhook_events.id"), unique=True)
     status: Mapped[AttemptStatus] = mapped_column(enum_column(AttemptStatus),
                                                   default=AttemptStatus.PENDING, index=True)
     attempt_count: Mapped[int] = mapped_column(Integer, default=0)
-    next_attempt_at: Mapped[datetime] = _when()
+    next_attempt_at: Mapped[datetime] = time_column()
     response_status: Mapped[int | None] = mapped_column(Integer, default=None)
     signed: Mapped[bool] = mapped_column(Boolean, default=False)
-    updated_at: Mapped[datetime] = _when()
+    updated_at: Mapped[datetime] = time_column()
 
 
 class ConnectionStatus(StrEnum):
@@ -256,7 +247,7 @@ class AccountConnection(Base):
               sqlite_where=text("status = 'active'"),
               postgresql_where=text("status = 'active'")),
     )
-    id: Mapped[str] = _id(IdPrefix.CONNECTION)
+    id: Mapped[str] = id_column(IdPrefix.CONNECTION)
     app_id: Mapped[str] = mapped_column(ForeignKey("apps.id", ondelete="CASCADE"), index=True)
     # HMAC of merchantUserId scoped to the app: the raw id is never stored.
     merchant_user_hash: Mapped[str] = mapped_column(String(64))
@@ -264,7 +255,7 @@ class AccountConnection(Base):
     game_account_label: Mapped[str] = mapped_column(String(120), default="")
     status: Mapped[ConnectionStatus] = mapped_column(enum_column(ConnectionStatus),
                                                      default=ConnectionStatus.ACTIVE)
-    bound_at: Mapped[datetime] = _when()
+    bound_at: Mapped[datetime] = time_column()
 
 
 class IdempotencyRecord(Base):
@@ -280,5 +271,5 @@ class IdempotencyRecord(Base):
     request_hash: Mapped[str] = mapped_column(String(64))
     response_status: Mapped[int] = mapped_column(Integer)
     response_body: Mapped[dict[str, Any]] = mapped_column(JSON)
-    created_at: Mapped[datetime] = _when()
+    created_at: Mapped[datetime] = time_column()
     expires_at: Mapped[datetime] = mapped_column(UtcDateTime)
