@@ -26,6 +26,7 @@ from typing import Any
 
 from eth_account import Account
 from eth_utils.crypto import keccak
+from report import write_section  # bench/ is on sys.path when run as a script
 from web3 import EthereumTesterProvider, Web3
 from web3.contract import Contract
 
@@ -187,20 +188,6 @@ def render(results: list[Result]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(section: str, path: Path = REPORT) -> None:
-    """Replaces this bench's section, leaving the other sections as they are."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    start = text.find(HEADING)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(HEADING))
-        rest = "" if end < 0 else "\n" + text[end + 1 :]
-        text = text[:start] + section + rest
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="print only")
@@ -210,7 +197,7 @@ def main() -> int:
     section = render(results)
     print(section)
     if not options.dry_run:
-        write_section(section)
+        write_section(HEADING, section)
     target = results[-1]
     ok = target.per_charge <= TARGET
     print(f"target {'met' if ok else 'MISSED'}: {target.per_charge:,.0f} gas/charge")

@@ -59,6 +59,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from report import write_section  # bench/ is on sys.path when run as a script
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -939,19 +941,6 @@ def render(info: dict[str, str], route: list[Run], pgb: list[Run], options: argp
     return "\n".join(lines) + "\n"
 
 
-def write_section(section: str, path: Path = REPORT) -> None:
-    """Replaces this bench's section, leaving the other sections as they are."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    start = text.find(HEADING)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(HEADING))
-        rest = "" if end < 0 else "\n" + text[end + 1:]
-        text = text[:start] + section + rest
-    path.write_text(text, encoding="utf-8")
-
-
 # --------------------------------------------------------------------------- the run
 
 
@@ -1054,7 +1043,7 @@ def benchmark(options: argparse.Namespace) -> int:
                          prof)
         print(section)
         if not options.dry_run:
-            write_section(section)
+            write_section(HEADING, section)
             log(f"wrote the section to {REPORT}")
         ratio = statistics.median(r.rate / p.rate for r, p in zip(route_runs, pgb_runs,
                                                                    strict=True))

@@ -49,6 +49,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from report import write_section  # bench/ is on sys.path when run as a script
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
@@ -587,20 +589,6 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
     return "\n".join(lines) + "\n", ok
 
 
-def write_section(section: str, path: Path = REPORT) -> None:
-    """Replaces this bench's section, leaving the other sections as they are."""
-    text = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    start = text.find(HEADING)
-    if start < 0:
-        text = text.rstrip("\n") + "\n\n" + section
-    else:
-        end = text.find("\n## ", start + len(HEADING))
-        rest = "" if end < 0 else "\n" + text[end + 1:]
-        text = text[:start] + section + rest
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-
-
 def benchmark(duration: int, rounds: int, dry_run: bool) -> int:
     info = machine()
     results: dict[str, list[Sample]] = {"nginx": [], "router": [], "reference": []}
@@ -616,7 +604,7 @@ def benchmark(duration: int, rounds: int, dry_run: bool) -> int:
     section, ok = render(results, targets, info, duration, rounds)
     print(section)
     if not dry_run:
-        write_section(section)
+        write_section(HEADING, section)
     return 0 if ok else 1
 
 
