@@ -18,7 +18,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 # One metadata: organizations (developer.models) is the FK target of apps.organization_id,
-# and the ledger tables reference apps and products.
+# and the ledger and chain tables reference apps and products.
+import payments.chain.models
 import payments.developer.models
 import payments.ledger.models  # noqa: F401
 from payments.db import Base, UtcDateTime, enum_column, utcnow

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -35,8 +36,10 @@ from payments.models import App
 from payments.ratelimit import InMemoryRateLimiter, RedisRateLimiter
 from portal.routes import legacy_launch_routes, portal_routes
 from router.app_directory import AppDirectory
+from router.chain import open_chain, start_workers
 from router.gating import RuntimeRoute
 from router.health import Status, healthz
+from router.heap import freeze_startup_heap
 from router.hosts import HostKind, HostTable
 from router.invalidation import ChangeBus, LocalChangeBus, RedisChangeBus
 from router.pages import unknown_host_page
@@ -101,6 +104,7 @@ class Service:
             log.exception("startup failed")
             await send({"type": "lifespan.startup.failed", "message": str(exc)})
             return
+        freeze_startup_heap()
         await send({"type": "lifespan.startup.complete"})
         message = await receive()
         assert message["type"] == "lifespan.shutdown"
@@ -140,8 +144,14 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
                              else InMemoryRateLimiter())
         await bus.start()
         resources.http = make_session(settings)
+        resources.chain = await asyncio.to_thread(open_chain, settings, chain_params(settings),
+                                                  sessions)
+        if resources.chain is not None and settings.chain_workers:
+            resources.workers = start_workers(settings, sessions, resources.chain)
         yield resources
     finally:
+        if resources.workers is not None:
+            await resources.workers.stop()  # lets a running cycle finish with the engine
         if resources.http is not None:
             await resources.http.close()
         if resources.bus is not None:
@@ -150,7 +160,7 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
             await resources.redis.aclose()
         engine.dispose()
         resources.http = resources.bus = resources.redis = resources.directory = None
-        resources.limiter = None
+        resources.limiter = resources.chain = resources.workers = None
         resources.engine = resources.sessions = None
 
 

@@ -9,6 +9,8 @@ import redis.asyncio as aioredis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.chain.gateway import ChainGateway
+from payments.chain.workers import BackgroundWorkers
 from payments.ratelimit import RateLimiter
 from router.app_directory import AppDirectory
 from router.invalidation import ChangeBus
@@ -27,6 +29,8 @@ class Resources:
     bus: ChangeBus | None = None
     directory: AppDirectory | None = None
     limiter: RateLimiter | None = None
+    chain: ChainGateway | None = None
+    workers: BackgroundWorkers | None = None
     closers: list[object] = field(default_factory=list)
 
     def session_factory(self) -> sessionmaker[Session]:

@@ -11,6 +11,7 @@ import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -73,6 +74,16 @@ class Settings:
     usdc_name: str = "USDC"
     usdc_version: str = "2"
     spender_address: str | None = None
+    # json_rpc: the relayer's private key (signs permit relays and settlement batches).
+    relayer_key: str | None = field(default=None, repr=False)
+    chain_confirmations: int = 3
+    # The relayer and settlement worker run inside the server (the embedded default);
+    # off when `svc-ops chain run` processes do that work instead.
+    chain_workers: bool = True
+    chain_worker_interval: float = 1.0
+    # Settlement batches flush at this many charges or when the oldest is this old.
+    settlement_batch_size: int = 100
+    settlement_batch_age_seconds: float = 5.0
     # Keys the HMAC of merchant user ids (spec 4.5). Required outside dev.
     secret_key: str = field(default=DEV_SECRET_KEY, repr=False)
     summary_code_ttl_seconds: int = 600
@@ -127,6 +138,10 @@ class Settings:
     @property
     def docs_host(self) -> str:
         return host_of(self.docs_url)
+
+    @property
+    def settlement_batch_age(self) -> timedelta:
+        return timedelta(seconds=self.settlement_batch_age_seconds)
 
     @property
     def dev(self) -> bool:
@@ -186,7 +201,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip().rstrip("/") if name.endswith("_url") else raw.strip()
     for name in ("redis_url", "legacy_launch_host", "smtp_host", "smtp_username",
-                 "smtp_password", "chain_rpc_url", "spender_address"):
+                 "smtp_password", "chain_rpc_url", "spender_address", "relayer_key"):
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip() or None
     if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
@@ -195,12 +210,13 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
                   "proxy_pool_size", "console_session_idle_seconds",
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",
-                  "handoff_ttl_seconds")
+                  "handoff_ttl_seconds", "chain_confirmations", "settlement_batch_size")
     for name in int_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), int)
     float_fields = ("proxy_connect_timeout", "proxy_read_timeout", "app_cache_ttl_local",
-                    "app_cache_ttl_shared")
+                    "app_cache_ttl_shared", "chain_worker_interval",
+                    "settlement_batch_age_seconds")
     for name in float_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), float)
@@ -208,6 +224,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         values["trusted_proxies"] = _networks(raw)
     if (raw := env.get(ENV_PREFIX + "SMTP_STARTTLS")) is not None:
         values["smtp_starttls"] = _bool(raw, "SMTP_STARTTLS")
+    if (raw := env.get(ENV_PREFIX + "CHAIN_WORKERS")) is not None:
+        values["chain_workers"] = _bool(raw, "CHAIN_WORKERS")
     if (raw := env.get(ENV_PREFIX + "ALLOW_PRIVATE_ORIGINS")) is not None:
         values["allow_private_origins"] = _bool(raw, "ALLOW_PRIVATE_ORIGINS")
     elif values.get("mode", overrides.get("mode")) == "production":

@@ -157,9 +157,12 @@ def decode_revert(exc: BaseException) -> str:
 
 
 def _candidate_data(exc: BaseException) -> Iterator[bytes | str]:
-    # web3 puts the hex revert data on `.data`; eth-tester passes bytes, a nested exception
-    # or a message string as its first argument.
+    # web3 puts the hex revert data on `.data` (some nodes, Hardhat among them, as the
+    # JSON-RPC error's own `data` object: {"message": ..., "data": "0x..."}); eth-tester
+    # passes bytes, a nested exception or a message string as its first argument.
     data = getattr(exc, "data", None)
+    if isinstance(data, Mapping):
+        data = data.get("data")
     if isinstance(data, bytes | str) and data:
         yield data
     for arg in exc.args[:1]:

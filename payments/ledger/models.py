@@ -78,6 +78,7 @@ class Authorization(Base):
     # The signed Permit(value=0) of a revoke, for the relayer to send after the original.
     revoke_nonce: Mapped[int | None] = mapped_column(BigInteger, default=None)
     revoke_signature: Mapped[str | None] = mapped_column(String(132), default=None)
+    revoke_deadline: Mapped[datetime | None] = time_column(nullable=True)  # part of what was signed
     revoke_relay_status: Mapped[RelayStatus | None] = mapped_column(
         enum_column(RelayStatus, "revokerelaystatus"), default=None)
 

@@ -296,6 +296,7 @@ class AuthorizationRoutes:
             authorization.revoke_relay_status = RelayStatus.PENDING
             authorization.revoke_signature = permit.signature
             authorization.revoke_nonce = permit.nonce
+            authorization.revoke_deadline = permit.deadline_at
             return {"authorization": {"id": authorization.id, "status": "revoked",
                                       "ownerWallet": authorization.owner_wallet,
                                       "remaining": "0"}}

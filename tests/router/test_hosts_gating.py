@@ -155,7 +155,7 @@ def test_healthz_and_statusz(start_router: RouterFactory, redis_url: str, db_url
         assert body["checks"]["database"]["status"] == "ok"
         assert body["checks"]["database"]["backend"] == db_url.split(":")[0]
         assert body["checks"]["redis"]["status"] == "ok"
-        assert body["checks"]["chain"]["required"] is False
+        assert body["checks"]["chain"]["status"] == "embedded"  # the in-process EVM
         missing = get(router.url, api, "/nope")
         assert missing.status_code == 404
         assert missing.json()["code"] == "not_found"

@@ -38,6 +38,9 @@ def router_settings(db_url: str, **overrides: Any) -> Settings:
         base_url=f"http://api.localhost:{port}", portal_url=f"http://portal.localhost:{port}",
         console_url=f"http://console.localhost:{port}", docs_url=f"http://docs.localhost:{port}",
         proxy_connect_timeout=2.0, proxy_read_timeout=5.0,
+        # Background settlement would change ledger rows under a test's feet; the chain
+        # tests turn it on where they want it.
+        chain_workers=False,
     )
     return replace(base, **overrides)
 

@@ -1,0 +1,124 @@
+"""``svc-ops allowlist ...`` and ``svc-ops chain ...``: operator commands for the chain.
+
+They talk to the JSON-RPC chain of the settings. The in-process chain lives inside the
+server process (its workers run there), so these commands refuse it. Owner transactions
+(the allowlist) need the owner key: read from ``--owner-key-file`` or typed at a prompt,
+never taken from the command line (which ``ps`` shows) and never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.chain.allowlist import set_allowed_recipient, sync_allowlist
+from payments.chain.batching import BatchPolicy
+from payments.chain.budget_drift import budget_drift
+from payments.chain.json_rpc import JsonRpcChain
+from payments.chain.models import ChainFinding
+from payments.chain.params import ChainParams
+from payments.chain.reconcile import Reconciler
+from payments.chain.workers import ChainCycle
+from payments.db import utcnow
+from router.settings import ENV_PREFIX, Settings
+
+
+class OpsError(Exception):
+    """A refusal the operator can act on; printed without a traceback."""
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    allow = sub.add_parser("allowlist", help="the spender's recipient allowlist")
+    allow_sub = allow.add_subparsers(dest="action", required=True)
+    for action in ("add", "remove"):
+        cmd = allow_sub.add_parser(action, help=f"{action} a recipient (owner transaction)")
+        cmd.add_argument("address")
+        cmd.add_argument("--owner-key-file", type=Path,
+                         help="file holding the owner key (otherwise you are prompted)")
+    allow_sub.add_parser("sync", help="read allowedRecipients(pay_to) for every app")
+    chain = sub.add_parser("chain", help="relayer, settlement and reconciliation")
+    chain_sub = chain.add_subparsers(dest="action", required=True)
+    run = chain_sub.add_parser("run", help="run the relayer and settlement worker")
+    run.add_argument("--once", action="store_true")
+    chain_sub.add_parser("reconcile", help="compare ChargeSettled logs with the ledger")
+    drift = chain_sub.add_parser("budget-drift", help="ledger remaining vs ERC-20 allowance")
+    drift.add_argument("--record", action="store_true", help="also file operator findings")
+    chain_sub.add_parser("findings", help="list open operator findings")
+    chain_sub.add_parser("status", help="chain readiness")
+
+
+def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Session]) -> int:
+    chain = connect(settings)
+    if args.command == "allowlist" and args.action in ("add", "remove"):
+        key = _owner_key(args.owner_key_file)
+        receipt = set_allowed_recipient(chain, key, args.address, args.action == "add")
+        statuses = sync_allowlist(sessions, chain, pay_to=args.address)
+        print(f"{args.action} {args.address}: tx {receipt.tx_hash} in block "
+              f"{receipt.block_number}; {len(statuses)} app(s) updated")
+    elif args.command == "allowlist":
+        statuses = sync_allowlist(sessions, chain)
+        for app_id, status in sorted(statuses.items()):
+            print(f"{app_id}\t{status.value}")
+    elif args.action == "run":
+        cycle = ChainCycle.build(sessions, chain, worker_policy(settings))
+        while True:
+            cycle.run()
+            if args.once:
+                break
+            time.sleep(settings.chain_worker_interval)
+    elif args.action == "reconcile":
+        report = Reconciler(sessions, chain).run()
+        print(json.dumps(asdict(report), indent=2))
+    elif args.action == "budget-drift":
+        for row in budget_drift(sessions, chain, utcnow(), record=args.record):
+            print(f"{row.authorization_id}\t{row.owner}\tremaining={row.ledger_remaining}\t"
+                  f"allowance={row.allowance}\tunsettled={row.unsettled}\tdrift={row.drift}")
+    elif args.action == "findings":
+        _print_findings(sessions)
+    else:
+        readiness = chain.readiness()
+        print(json.dumps({"status": readiness.status, **readiness.detail}, indent=2))
+    return 0
+
+
+def connect(settings: Settings) -> JsonRpcChain:
+    if settings.chain_backend != "json_rpc":
+        raise OpsError("the in-process chain lives inside the server and allowlists app "
+                       "recipients at start; set SVCSRV_CHAIN_BACKEND=json_rpc to use these "
+                       "commands")
+    if not settings.relayer_key:
+        raise OpsError(f"set {ENV_PREFIX}RELAYER_KEY (the relayer's private key)")
+    assert settings.chain_rpc_url and settings.spender_address
+    params = ChainParams(chain_id=settings.chain_id, token=settings.usdc_address,
+                         token_name=settings.usdc_name, token_version=settings.usdc_version,
+                         spender=settings.spender_address, network="base-sepolia",
+                         simulated=False)
+    return JsonRpcChain.connect(settings.chain_rpc_url, params, settings.relayer_key,
+                                confirmations=settings.chain_confirmations)
+
+
+def worker_policy(settings: Settings) -> BatchPolicy:
+    return BatchPolicy(max_charges=settings.settlement_batch_size,
+                       max_age=settings.settlement_batch_age)
+
+
+def _owner_key(path: Path | None) -> str:
+    key = path.read_text(encoding="utf-8").strip() if path else getpass.getpass("owner key: ")
+    if not key:
+        raise OpsError("no owner key given")
+    return key
+
+
+def _print_findings(sessions: sessionmaker[Session]) -> None:
+    with sessions() as session:
+        for row in session.scalars(select(ChainFinding).where(
+                ChainFinding.resolved_at.is_(None)).order_by(ChainFinding.id)):
+            print(f"{row.id}\t{row.created_at.isoformat()}\t{row.kind.value}\t"
+                  f"charge={row.charge_seq}\ttx={row.tx_hash}\t{json.dumps(row.detail)}")

@@ -1,0 +1,71 @@
+"""The spender's recipient allowlist (spec 1 item 5).
+
+The backend only *reads* ``allowedRecipients(pay_to)`` into ``recipient_allowlist_status``;
+owner transactions that change the list are operator commands (``svc-ops allowlist``),
+signed with the owner key the operator supplies, never reachable from a developer's
+browser or client.
+"""
+
+from __future__ import annotations
+
+import re
+
+from eth_utils.address import to_checksum_address
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.chain.gateway import ChainGateway, Receipt
+from payments.chain.in_process import InProcessChain
+from payments.chain.web3_chain import Web3Chain
+from payments.db import transaction
+from payments.models import AllowlistStatus, App
+
+_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
+def sync_allowlist(sessions: sessionmaker[Session], chain: ChainGateway,
+                   pay_to: str | None = None) -> dict[str, AllowlistStatus]:
+    """Read the allowlist for every app with a valid ``pay_to`` (or only those paying
+    ``pay_to``); returns app id -> status, and stores the statuses that changed."""
+    with sessions() as session:
+        query = select(App.id, App.pay_to).where(App.pay_to.is_not(None))
+        apps = [(app_id, address) for app_id, address in session.execute(query)
+                if address and _ADDRESS_RE.match(address)
+                and (pay_to is None or address.lower() == pay_to.lower())]
+    allowed = {address.lower(): chain.allowed_recipient(address)
+               for address in {a for _, a in apps}}
+    statuses = {app_id: AllowlistStatus.ALLOWED if allowed[address.lower()]
+                else AllowlistStatus.NOT_ALLOWED for app_id, address in apps}
+    with transaction(sessions) as session:
+        for app in session.scalars(select(App).where(App.id.in_(statuses))):
+            if app.recipient_allowlist_status != statuses[app.id]:
+                app.recipient_allowlist_status = statuses[app.id]
+    return statuses
+
+
+def ledger_allowed(sessions: sessionmaker[Session]) -> set[str]:
+    """The ``pay_to`` of every app the ledger has as allowlisted (checksummed)."""
+    with sessions() as session:
+        rows = session.scalars(select(App.pay_to).where(
+            App.recipient_allowlist_status == AllowlistStatus.ALLOWED))
+        return {to_checksum_address(a) for a in rows if a and _ADDRESS_RE.match(a)}
+
+
+def mirror_to_dev_chain(sessions: sessionmaker[Session], chain: InProcessChain) -> int:
+    """Dev only, the other direction: the in-process chain starts empty each run, so it
+    allowlists what the ledger (seeded by dev tooling) already calls allowed."""
+    added = 0
+    for address in sorted(ledger_allowed(sessions)):
+        if not chain.allowed_recipient(address):
+            chain.set_allowed_recipient(address, True)
+            added += 1
+    return added
+
+
+def set_allowed_recipient(chain: Web3Chain, owner_key: str, address: str,
+                          allowed: bool) -> Receipt:
+    """An owner transaction (operator only): add or remove ``address``."""
+    if not _ADDRESS_RE.match(address):
+        raise ValueError("not a 0x address")
+    fn = chain.spender.functions.setAllowedRecipient(to_checksum_address(address), allowed)
+    return chain.transact_as(owner_key, fn)

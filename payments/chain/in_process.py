@@ -1,0 +1,108 @@
+"""The embedded chain: eth-tester + py-evm in this process, our contracts deployed at start.
+
+A real EVM with the committed artifacts, for dev and tests. eth-tester's first account
+deploys TestUSDC (nonce 0) then BudgetSpenderV2 (nonce 1), so the addresses match
+:func:`payments.chain.params.in_process_params`; its second account is the relayer. Their
+keys are eth-tester's published test keys, worthless anywhere else.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+from eth_account import Account
+from eth_tester import EthereumTester, PyEVMBackend  # type: ignore[import-untyped]
+from eth_utils.address import to_checksum_address
+from web3 import EthereumTesterProvider, Web3
+
+from payments.chain.contracts import load_artifact
+from payments.chain.gateway import ChainError, Receipt
+from payments.chain.params import IN_PROCESS_DEPLOYER, in_process_params
+from payments.chain.web3_chain import Web3Chain
+
+DEPLOYER_KEY = (1).to_bytes(32, "big")  # eth-tester account 0, the contracts' owner
+RELAYER_KEY = (2).to_bytes(32, "big")  # eth-tester account 1
+DEPLOY_GAS = 6_000_000
+
+
+class InProcessChain(Web3Chain):
+    """Use :meth:`start`; ``allowed_recipients`` are allowlisted right away (dev apps)."""
+
+    def __init__(self, w3: Web3, tester: EthereumTester, relayer_key: bytes = RELAYER_KEY,
+                 lock: threading.RLock | None = None) -> None:
+        super().__init__(w3, in_process_params(), relayer_key, confirmations=1,
+                         poll_interval=0.01)
+        self._tester = tester
+        if lock is not None:
+            self._lock = lock  # one EVM, one lock: eth-tester is not thread-safe
+
+    @classmethod
+    def start(cls, allowed_recipients: Iterable[str] = ()) -> InProcessChain:
+        tester = EthereumTester(PyEVMBackend())
+        w3 = Web3(EthereumTesterProvider(tester))
+        owner = Account.from_key(DEPLOYER_KEY).address
+        assert owner == IN_PROCESS_DEPLOYER
+        token = _deploy(w3, "TestUSDC", owner)
+        spender = _deploy(w3, "BudgetSpenderV2", token, owner)
+        chain = cls(w3, tester)
+        if (token, spender) != (chain.token.address, chain.spender.address):
+            raise ChainError("the in-process contracts did not land on their known addresses")
+        chain.transact_as(DEPLOYER_KEY, chain.spender.functions.setRelayer(chain.relayer, True))
+        for recipient in allowed_recipients:
+            chain.set_allowed_recipient(recipient, True)
+        return chain
+
+    def with_relayer(self, key: bytes) -> InProcessChain:
+        """The same chain seen by another relayer key (registered, with gas money)."""
+        other = InProcessChain(self._w3, self._tester, key, self._lock)
+        self.fund_gas(other.relayer)
+        self.set_relayer(other.relayer, True)
+        return other
+
+    def set_allowed_recipient(self, recipient: str, allowed: bool) -> Receipt:
+        fn = self.spender.functions.setAllowedRecipient(to_checksum_address(recipient), allowed)
+        return self.transact_as(DEPLOYER_KEY, fn)
+
+    def set_relayer(self, relayer: str, allowed: bool) -> Receipt:
+        fn = self.spender.functions.setRelayer(to_checksum_address(relayer), allowed)
+        return self.transact_as(DEPLOYER_KEY, fn)
+
+    def faucet(self, address: str, amount: int) -> Receipt:
+        """Dev only: mint test USDC to ``address`` (the token owner is the deployer)."""
+        return self.transact_as(DEPLOYER_KEY,
+                                self.token.functions.mint(to_checksum_address(address), amount))
+
+    def top_up(self, address: str, amount: int) -> None:
+        """Dev faucet: mint what ``address`` lacks to hold ``amount`` test USDC."""
+        held = int(self._read(self.token.functions.balanceOf(to_checksum_address(address)).call))
+        if held < amount:
+            self.faucet(address, amount - held)
+
+    def fund_gas(self, address: str, wei: int = 10**18) -> None:
+        """Give another relayer key gas money (dev and tests run several workers)."""
+        with self._lock:
+            self._tester.send_transaction({
+                "from": IN_PROCESS_DEPLOYER, "to": to_checksum_address(address),
+                "value": wei, "gas": 21_000})
+
+    def mine(self, blocks: int = 1) -> None:
+        with self._lock:
+            self._tester.mine_blocks(blocks)
+
+    @property
+    def w3(self) -> Web3:
+        return self._w3
+
+
+def _deploy(w3: Web3, name: str, *args: Any) -> str:
+    artifact = load_artifact(name)
+    factory = w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
+    tx_hash = factory.constructor(*args).transact({"from": IN_PROCESS_DEPLOYER,
+                                                   "gas": DEPLOY_GAS})
+    receipt = w3.eth.wait_for_transaction_receipt(tx_hash)
+    address = receipt["contractAddress"]
+    if receipt["status"] != 1 or address is None:
+        raise ChainError(f"deploying {name} failed")
+    return str(address)

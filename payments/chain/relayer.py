@@ -1,0 +1,229 @@
+"""The relayer: sends users' signed permits (budgets) and ``Permit(value=0)`` revokes.
+
+The user never needs ETH (spec 1 item 3): ``relayPermit`` is sent by our key. The ledger
+writes ``relay_status = pending`` (the outbox); this worker verifies the signature again
+off-chain, simulates, records the signed transaction before broadcasting it, and moves
+the row to ``relayed`` or ``failed`` (the decoded reason is kept on the transaction row).
+A revoke goes out only after its budget's own permit has been dealt with (nonce order).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import and_, exists, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.chain.checkpoints import Checkpoint, no_checkpoint
+from payments.chain.gateway import (
+    ChainGateway,
+    ChainRevert,
+    Receipt,
+    SignedTx,
+    describe_revert,
+)
+from payments.chain.journal import Dropped, Mined, resolve
+from payments.chain.models import ChainTransaction, TxKind, TxStatus
+from payments.chain.settlement import signed_tx
+from payments.db import transaction, utcnow
+from payments.errors import ApiError
+from payments.ledger.models import Authorization, RelayStatus
+from payments.ledger.permits import Permit, verify_permit
+
+log = logging.getLogger(__name__)
+OnRelayed = Callable[[str, int], None]  # (owner, value) after a budget permit confirmed
+
+
+@dataclass(frozen=True)
+class _Job:
+    authorization_id: str
+    kind: TxKind
+    owner: str
+    value: int
+    nonce: int
+    deadline: int
+    signature: str
+
+
+def no_hook(owner: str, value: int) -> None:
+    """In-process dev chains pass a faucet here so a new budget has test USDC behind it."""
+
+
+class Relayer:
+    def __init__(self, sessions: sessionmaker[Session], chain: ChainGateway, *,
+                 clock: Callable[[], datetime] = utcnow, checkpoint: Checkpoint = no_checkpoint,
+                 on_relayed: OnRelayed = no_hook, receipt_timeout: float = 120.0,
+                 limit: int = 50) -> None:
+        self._sessions = sessions
+        self._chain = chain
+        self._clock = clock
+        self._checkpoint = checkpoint
+        self._on_relayed = on_relayed
+        self._timeout = receipt_timeout
+        self._limit = limit
+        chain.release_nonces()
+
+    def run_once(self) -> int:
+        """Relay what is pending; returns how many permits and revokes were finished."""
+        try:
+            done = self.resolve_open()
+            for kind in (TxKind.PERMIT, TxKind.REVOKE):
+                for job in self._pending(kind):
+                    done += self._relay(job)
+        except Exception:
+            self._chain.release_nonces()
+            raise
+        return done
+
+    def resolve_open(self) -> int:
+        with self._sessions() as session:
+            open_txs = session.scalars(select(ChainTransaction).where(
+                ChainTransaction.kind.in_((TxKind.PERMIT, TxKind.REVOKE)),
+                ChainTransaction.status == TxStatus.PENDING).order_by(ChainTransaction.id)).all()
+        done = 0
+        for tx in open_txs:
+            outcome = resolve(self._chain, signed_tx(tx), wait=min(self._timeout, 5.0))
+            if isinstance(outcome, Mined):
+                done += self._apply(tx.id, outcome.receipt)
+            elif isinstance(outcome, Dropped):
+                with transaction(self._sessions) as session:
+                    row = session.get(ChainTransaction, tx.id, with_for_update=True)
+                    if row is not None and row.status == TxStatus.PENDING:
+                        row.status, row.resolved_at = TxStatus.DROPPED, self._clock()
+        return done
+
+    def _pending(self, kind: TxKind) -> list[_Job]:
+        in_flight = exists().where(and_(ChainTransaction.authorization_id == Authorization.id,
+                                        ChainTransaction.kind == kind,
+                                        ChainTransaction.status == TxStatus.PENDING))
+        query = select(Authorization).where(~in_flight)
+        if kind is TxKind.PERMIT:
+            query = query.where(Authorization.relay_status == RelayStatus.PENDING)
+        else:  # after the budget's own permit, which has the lower nonce
+            query = query.where(Authorization.revoke_relay_status == RelayStatus.PENDING,
+                                Authorization.relay_status != RelayStatus.PENDING)
+        with self._sessions() as session:
+            rows = session.scalars(query.order_by(Authorization.owner_wallet,
+                                                  Authorization.nonce).limit(self._limit))
+            return [_job(a, kind) for a in rows]
+
+    def _relay(self, job: _Job) -> int:
+        if not self._signed_by_owner(job):
+            return self._settle_status(job, RelayStatus.FAILED, None, "invalid permit signature")
+        if self._chain.permit_nonce(job.owner) > job.nonce:
+            # The token already used this nonce: our earlier send (its record lost) or
+            # anyone who submitted the same signed permit. Either way it is on chain.
+            return self._settle_status(job, RelayStatus.RELAYED, None, None)
+        try:
+            signed = self._chain.sign_relay_permit(job.owner, job.value, job.deadline,
+                                                   bytes.fromhex(job.signature[2:]))
+        except ChainRevert as exc:
+            return self._settle_status(job, RelayStatus.FAILED, None, describe_revert(exc.info))
+        self._checkpoint("signed")
+        if not self._record(job, signed):
+            self._chain.release_nonces()
+            return 0
+        self._checkpoint("recorded")
+        self._chain.broadcast(signed)
+        self._checkpoint("broadcast")
+        receipt = self._chain.wait_receipt(signed.tx_hash, self._timeout)
+        if receipt is None:
+            return 0  # resolved by a later cycle
+        with self._sessions() as session:
+            tx_id = session.scalar(select(ChainTransaction.id).where(
+                ChainTransaction.tx_hash == signed.tx_hash))
+        assert tx_id is not None
+        return self._apply(tx_id, receipt)
+
+    def _signed_by_owner(self, job: _Job) -> bool:
+        permit = Permit(job.owner, job.value, job.nonce, job.deadline, job.signature)
+        try:
+            verify_permit(self._chain.params, permit)
+        except ApiError:
+            return False
+        return True
+
+    def _record(self, job: _Job, signed: SignedTx) -> bool:
+        with transaction(self._sessions) as session:
+            authorization = session.get(Authorization, job.authorization_id,
+                                        with_for_update=True)
+            if authorization is None or _status(authorization, job.kind) != RelayStatus.PENDING:
+                return False
+            session.add(ChainTransaction(
+                kind=job.kind, status=TxStatus.PENDING, sender=signed.sender,
+                nonce=signed.nonce, tx_hash=signed.tx_hash, raw=signed.raw,
+                authorization_id=job.authorization_id, created_at=self._clock()))
+            if job.kind is TxKind.PERMIT:
+                authorization.relay_tx_hash = signed.tx_hash
+            return True
+
+    def _apply(self, tx_id: int, receipt: Receipt) -> int:
+        reason = None if receipt.succeeded else describe_revert(
+            self._chain.revert_reason(receipt.tx_hash))
+        with transaction(self._sessions) as session:
+            tx = session.get(ChainTransaction, tx_id, with_for_update=True)
+            if tx is None or tx.status != TxStatus.PENDING or tx.authorization_id is None:
+                return 0
+            tx.status = TxStatus.CONFIRMED if reason is None else TxStatus.REVERTED
+            tx.block_number, tx.error, tx.resolved_at = receipt.block_number, reason, self._clock()
+            authorization = session.get(Authorization, tx.authorization_id, with_for_update=True)
+            assert authorization is not None
+            _set_status(authorization, tx.kind,
+                        RelayStatus.RELAYED if reason is None else RelayStatus.FAILED)
+            owner, value = authorization.owner_wallet, authorization.value_atomic
+        if reason is None and tx.kind is TxKind.PERMIT:
+            self._on_relayed(owner, value)
+        elif reason is not None:
+            log.warning("relay of %s failed on chain: %s", tx.authorization_id, reason)
+        return 1
+
+    def _settle_status(self, job: _Job, status: RelayStatus, tx_hash: str | None,
+                       reason: str | None) -> int:
+        """A decision without a transaction of ours (refused, or already on chain)."""
+        with transaction(self._sessions) as session:
+            authorization = session.get(Authorization, job.authorization_id,
+                                        with_for_update=True)
+            if authorization is None or _status(authorization, job.kind) != RelayStatus.PENDING:
+                return 0
+            _set_status(authorization, job.kind, status)
+            if reason is not None:
+                session.add(ChainTransaction(kind=job.kind, status=TxStatus.REFUSED,
+                                             tx_hash=tx_hash, error=reason[:300],
+                                             authorization_id=job.authorization_id,
+                                             created_at=self._clock(),
+                                             resolved_at=self._clock()))
+        if reason is not None:
+            log.warning("relay of %s refused: %s", job.authorization_id, reason)
+        elif job.kind is TxKind.PERMIT:
+            self._on_relayed(job.owner, job.value)
+        return 1
+
+
+def _job(authorization: Authorization, kind: TxKind) -> _Job:
+    if kind is TxKind.PERMIT:
+        return _Job(authorization.id, kind, authorization.owner_wallet,
+                    authorization.value_atomic, authorization.nonce,
+                    int(authorization.deadline.timestamp()), authorization.signature)
+    assert authorization.revoke_signature is not None and authorization.revoke_nonce is not None
+    # Revokes recorded before the ledger kept their deadline cannot be rebuilt; the budget's
+    # deadline is the best guess (the signature check then refuses it if wrong).
+    deadline = authorization.revoke_deadline or authorization.deadline
+    return _Job(authorization.id, kind, authorization.owner_wallet, 0,
+                authorization.revoke_nonce, int(deadline.timestamp()),
+                authorization.revoke_signature)
+
+
+def _status(authorization: Authorization, kind: TxKind) -> RelayStatus | None:
+    if kind is TxKind.PERMIT:
+        return authorization.relay_status
+    return authorization.revoke_relay_status
+
+
+def _set_status(authorization: Authorization, kind: TxKind, status: RelayStatus) -> None:
+    if kind is TxKind.PERMIT:
+        authorization.relay_status = status
+    else:
+        authorization.revoke_relay_status = status

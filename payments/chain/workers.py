@@ -1,0 +1,83 @@
+"""Running the chain workers: one cycle (relay, settle, now and then reconcile), either as
+a background task of the server (embedded default) or in a loop of ``svc-ops chain run``.
+
+The relayer and the settlement worker share one relayer key, so they take turns in one
+thread: their nonces then come from one allocator in order, never racing each other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.chain.batching import BatchPolicy
+from payments.chain.gateway import ChainError, ChainGateway
+from payments.chain.reconcile import Reconciler
+from payments.chain.relayer import OnRelayed, Relayer, no_hook
+from payments.chain.settlement import SettlementWorker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ChainCycle:
+    relayer: Relayer
+    settlement: SettlementWorker
+    reconciler: Reconciler
+    reconcile_every: int = 60
+    extra: tuple[tuple[str, Callable[[], object]], ...] = ()
+    _count: int = 0
+
+    @classmethod
+    def build(cls, sessions: sessionmaker[Session], chain: ChainGateway, policy: BatchPolicy,
+              on_relayed: OnRelayed = no_hook, reconcile_every: int = 60,
+              extra: tuple[tuple[str, Callable[[], object]], ...] = ()) -> ChainCycle:
+        return cls(Relayer(sessions, chain, on_relayed=on_relayed,
+                           receipt_timeout=policy.receipt_timeout),
+                   SettlementWorker(sessions, chain, policy=policy),
+                   Reconciler(sessions, chain), reconcile_every, extra)
+
+    def run(self) -> None:
+        steps: list[tuple[str, Callable[[], object]]] = [
+            *self.extra, ("relayer", self.relayer.run_once),
+            ("settlement", self.settlement.run_once)]
+        if self._count % self.reconcile_every == 0:
+            steps.append(("reconciliation", self.reconciler.run))
+        self._count += 1
+        for name, step in steps:
+            try:
+                step()
+            except ChainError as exc:  # the chain is down or refused: say so, try next cycle
+                log.warning("chain %s: %s", name, exc)
+            except Exception:
+                log.exception("chain %s failed", name)
+
+
+class BackgroundWorkers:
+    """The cycle every ``interval`` seconds in a thread; ``stop`` lets a running cycle end."""
+
+    def __init__(self, cycle: ChainCycle, interval: float) -> None:
+        self._cycle = cycle
+        self._interval = interval
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def _loop(self) -> None:
+        while not self._stopping.is_set():
+            await asyncio.to_thread(self._cycle.run)
+            with contextlib.suppress(TimeoutError):  # the interval passed: next cycle
+                await asyncio.wait_for(self._stopping.wait(), self._interval)

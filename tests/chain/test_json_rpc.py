@@ -1,0 +1,117 @@
+"""The same flows over JSON-RPC, against a Hardhat node the test starts (npm, Node 20)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from ops.cli import main as svc_ops
+from payments.chain.json_rpc import JsonRpcChain
+from payments.chain.models import ChargeRetry
+from payments.chain.reconcile import Reconciler
+from payments.db import make_engine, make_sessionmaker
+from payments.ledger.models import DeliveryStatus, RelayStatus, SettlementStatus
+from payments.models import AllowlistStatus, App
+from tests.chain.hardhat import OWNER_KEY, RELAYER_KEY, HardhatNode, hardhat_node
+from tests.chain.world import World, recipient, wallet
+
+S = SettlementStatus
+
+
+@pytest.fixture(scope="module")
+def node() -> Iterator[HardhatNode]:
+    with hardhat_node() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def rpc_world(node: HardhatNode, sqlite_template: Path,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    path = tmp_path_factory.mktemp("rpc") / "svc.db"
+    shutil.copy(sqlite_template, path)
+    engine = make_engine(f"sqlite:///{path}")
+    chain = JsonRpcChain.connect(node.url, node.params, RELAYER_KEY, confirmations=1,
+                                 poll_interval=0.05)
+    world = World(make_sessionmaker(engine), chain, owner_key=OWNER_KEY)
+    chain.transact_as(OWNER_KEY, chain.spender.functions.setRelayer(chain.relayer, True))
+    world.add_app("game", recipient(0))
+    world.add_app("other", recipient(1))
+    yield world
+    engine.dispose()
+
+
+def test_permits_batches_and_reconciliation_over_json_rpc(rpc_world: World) -> None:
+    world = rpc_world
+    assert world.chain.readiness().status == "ok"
+    alice, bob = wallet(0), wallet(1)
+    auths = [world.authorize(alice), world.authorize(bob)]
+    seqs = [world.charge(alice), world.charge(bob, "other"), world.charge(alice, product="sword")]
+
+    assert world.relayer().run_once() == 2
+    assert {world.authorization(a).relay_status for a in auths} == {RelayStatus.RELAYED}
+    report = world.worker().run_once()
+
+    assert report.settled == 3 and len(report.batches) == 1
+    assert world.statuses() == dict.fromkeys(seqs, S.SETTLED)
+    assert world.delivery(seqs[2]).status == DeliveryStatus.DELIVERED
+    tx_hash = str(world.charges()[seqs[0]].settlement_tx_hash)
+    receipt = world.chain.receipt(tx_hash)
+    assert receipt is not None and receipt.confirmations >= 1 and len(receipt.charges) == 3
+    assert world.balance(recipient(0)) == 110_000 and world.balance(recipient(1)) == 10_000
+    reconciled = Reconciler(world.sessions, world.chain).run()
+    assert reconciled.logs == 3 and reconciled.findings == [] and reconciled.repaired == []
+
+    # Revoke: Permit(value=0) relayed; a charge queued before it fails, decoded.
+    late = world.charge(alice)
+    world.revoke(alice, nonce=1)
+    world.relayer().run_once()
+    assert world.chain.allowance(alice.address) == 0
+    world.worker().run_once()
+    assert world.statuses()[late] == S.FAILED
+    with world.sessions() as session:
+        retry = session.get(ChargeRetry, late)
+        assert retry is not None
+        assert retry.last_error == "PairTransferFailed/ERC20InsufficientAllowance"
+
+
+def test_allowlist_commands_and_decoded_reverts(rpc_world: World, node: HardhatNode,
+                                                tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    world = rpc_world
+    engine_url = str(world.sessions.kw["bind"].url)
+    for name, value in {"DATABASE_URL": engine_url, "CHAIN_BACKEND": "json_rpc",
+                        "CHAIN_RPC_URL": node.url, "CHAIN_ID": str(node.params.chain_id),
+                        "SPENDER_ADDRESS": node.params.spender,
+                        "USDC_ADDRESS": node.params.token, "USDC_NAME": "Test USDC",
+                        "USDC_VERSION": "1", "RELAYER_KEY": RELAYER_KEY,
+                        "CHAIN_CONFIRMATIONS": "1"}.items():
+        monkeypatch.setenv(f"SVCSRV_{name}", value)
+    key_file = tmp_path / "owner.key"
+    key_file.write_text(OWNER_KEY.hex())
+    carol = wallet(2)
+    world.authorize(carol)
+    world.relayer().run_once()
+    refused = world.charge(carol, "other")
+
+    assert svc_ops(["allowlist", "remove", recipient(1), "--owner-key-file", str(key_file)]) == 0
+    with world.sessions() as session:
+        status = session.scalars(select(App.recipient_allowlist_status)
+                                 .where(App.slug == "other")).one()
+    assert status == AllowlistStatus.NOT_ALLOWED
+    world.worker().run_once()
+    assert world.statuses()[refused] == S.FAILED
+    with world.sessions() as session:
+        retry = session.get(ChargeRetry, refused)
+        assert retry is not None and retry.last_error == "RecipientNotAllowed"  # decoded
+
+    assert svc_ops(["allowlist", "add", recipient(1), "--owner-key-file", str(key_file)]) == 0
+    assert svc_ops(["chain", "reconcile"]) == 0
+    assert svc_ops(["chain", "budget-drift"]) == 0
+    with world.sessions() as session:
+        status = session.scalars(select(App.recipient_allowlist_status)
+                                 .where(App.slug == "other")).one()
+    assert status == AllowlistStatus.ALLOWED
