@@ -321,6 +321,7 @@ class Sample:
     bytes_per_request: float
     errors: str  # "" when wrk reported no socket errors and no non-2xx/3xx responses
     cpu: dict[str, float] = field(default_factory=dict)  # process -> % of one core
+    kernel: dict[str, float] = field(default_factory=dict)  # the part of cpu spent in the kernel
 
 
 _TIME = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3, "h": 3600e3}
@@ -368,12 +369,22 @@ def run_wrk(port: int, host: str, seconds: int, latency: bool = True) -> str:
     return done.stdout
 
 
-def _cpu_ticks(pid: int) -> int:
+def _cpu_split(pid: int) -> tuple[int, int]:
+    """(user, kernel) clock ticks ``pid`` has used."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0
-    return int(fields[11]) + int(fields[12])  # utime + stime
+        return 0, 0
+    return int(fields[11]), int(fields[12])  # utime, stime
+
+
+def _cpu_ticks(pid: int) -> int:
+    return sum(_cpu_split(pid))
+
+
+def _family_split(pids: list[int]) -> tuple[int, int]:
+    splits = [_cpu_split(pid) for pid in pids]
+    return sum(u for u, _ in splits), sum(k for _, k in splits)
 
 
 def _family(pid: int) -> list[int]:
@@ -402,15 +413,17 @@ class Target:
 def measure(target: Target, seconds: int) -> Sample:
     run_wrk(target.port, target.host, WARMUP, latency=False)
     families = {label: _family(proc.popen.pid) for label, proc in target.watch.items()}
-    before = {label: sum(map(_cpu_ticks, pids)) for label, pids in families.items()}
+    before = {label: _family_split(pids) for label, pids in families.items()}
     start = time.monotonic()
     out = run_wrk(target.port, target.host, seconds)
     elapsed = time.monotonic() - start
     sample = parse_wrk(out)
     hz = os.sysconf("SC_CLK_TCK")
     for label, pids in families.items():
-        used = sum(map(_cpu_ticks, pids)) - before[label]
-        sample.cpu[label] = 100.0 * used / hz / elapsed
+        user, kernel = _family_split(pids)
+        user, kernel = user - before[label][0], kernel - before[label][1]
+        sample.cpu[label] = 100.0 * (user + kernel) / hz / elapsed
+        sample.kernel[label] = 100.0 * kernel / hz / elapsed
     # Still the right body after the load (a crash page would be no benchmark either).
     status, body = fetch(target.port, target.host)
     if status != 200 or body != BODY:
@@ -505,9 +518,49 @@ def median(samples: list[Sample], attr: str) -> float:
     return float(statistics.median(float(getattr(s, attr)) for s in samples))
 
 
-def cpu_per_request(samples: list[Sample]) -> float:
-    """Median CPU microseconds the server under test (not the upstream) spent per request."""
-    return statistics.median(1e4 * s.cpu["proxy"] / s.rps for s in samples)
+def cpu_per_request(samples: list[Sample], kernel: bool = False) -> float:
+    """Median CPU microseconds the server under test (not the upstream) spent per request
+    (only in the kernel, with ``kernel``)."""
+    return statistics.median(1e4 * (s.kernel if kernel else s.cpu)["proxy"] / s.rps
+                             for s in samples)
+
+
+def out_of_reach(nginx_rps: float, router: list[Sample], ref: list[Sample]) -> str:
+    """What the throughput target asks of the router's CPU, against what uvicorn alone costs."""
+    needed = TARGET_THROUGHPUT * nginx_rps
+    budget = 1e6 / needed
+    ref_cpu = cpu_per_request(ref)
+    floor = ref_cpu + cpu_per_request(router, kernel=True) - cpu_per_request(ref, kernel=True)
+    verdict = (
+        f"Even with no Python work for the proxying at all, the reference's cost plus the "
+        f"second socket's kernel time ({floor:.0f} us) is over that budget: with one uvicorn "
+        "worker in Python the target is out of reach on this machine."
+        if floor >= budget else
+        f"The router would have to shed {cpu_per_request(router) - budget:.0f} us per request."
+    )
+    return (
+        f"What the throughput target takes here: {needed:,.0f} req/s from one process on one "
+        f"core, so at most {budget:.0f} us of CPU per request; the reference, which proxies "
+        f"nothing, costs {ref_cpu:.0f} us under the same server. {verdict}"
+    )
+
+
+def where_time_goes(router: list[Sample], ref: list[Sample]) -> str:
+    """The router's CPU per request against the reference's, user and kernel apart."""
+    r_all, r_kernel = cpu_per_request(router), cpu_per_request(router, kernel=True)
+    f_all, f_kernel = cpu_per_request(ref), cpu_per_request(ref, kernel=True)
+    return (
+        f"Where the router's time goes: {r_all:.0f} us of CPU per request "
+        f"({r_all - r_kernel:.0f} us in Python and its C extensions, {r_kernel:.0f} us in "
+        f"the kernel) against the reference's {f_all:.0f} us ({f_all - f_kernel:.0f} + "
+        f"{f_kernel:.0f}). The difference, {r_all - f_all:.0f} us, is "
+        f"{(r_all - r_kernel) - (f_all - f_kernel):.0f} us of user time (host dispatch, "
+        "app lookup and gate, header policy, the upstream client and parsing the origin's "
+        f"answer, one more event-loop step) and {r_kernel - f_kernel:.0f} us of kernel "
+        "time (the second socket: one more read and write per request, and the wake-up "
+        "of the upstream each write causes). `--profile` shows the Python side; "
+        "docs/decisions.md has what was measured and chosen."
+    )
 
 
 def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str],
@@ -532,8 +585,9 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
         f"round{'' if rounds == 1 else 's'}; the table shows the median of rounds per "
         "column. Every target was checked to answer 200 with the exact 1,024-byte body "
         "before and after its load.", "",
-        "| Target | Req/s | p50 | p99 | Req/s vs nginx | p99 vs nginx | CPU/req (server) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| Target | Req/s | p50 | p99 | Req/s vs nginx | p99 vs nginx | CPU/req (server) "
+        "| of which kernel |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for key, label in (("nginx", "nginx reverse proxy (keepalive 64)"),
                        ("router", "router (`create_app`, uvicorn)"),
@@ -541,7 +595,8 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
         rows = results[key]
         rps, p50, p99 = median(rows, "rps"), median(rows, "p50_ms"), median(rows, "p99_ms")
         lines.append(f"| {label} | {rps:,.0f} | {p50:.2f} ms | {p99:.2f} ms | "
-                     f"{rps / n_rps:.2f} | {p99 / n_p99:.2f} | {cpu_per_request(rows):.0f} us |")
+                     f"{rps / n_rps:.2f} | {p99 / n_p99:.2f} | {cpu_per_request(rows):.0f} us | "
+                     f"{cpu_per_request(rows, kernel=True):.0f} us |")
     lines += [
         "",
         f"Targets: router >= {TARGET_THROUGHPUT:.0%} of nginx throughput "
@@ -552,6 +607,13 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
         "CPU time of the server process(es) under test divided by the requests it answered "
         "(upstream excluded): it is what bounds throughput once wrk and the upstream take "
         "their share of the two cores.", "",
+        where_time_goes(router, ref), "",
+        *([] if throughput_met else [out_of_reach(n_rps, router, ref), ""]),
+        *([] if p99_met else [
+            f"With {CONNECTIONS} connections always busy, the mean latency is {CONNECTIONS} / "
+            f"req/s ({1e3 * CONNECTIONS / r_rps:.2f} ms for the router), so its p99 moves with "
+            "its throughput; garbage collection no longer adds pauses (the heap is frozen "
+            "after startup, `router/heap.py`).", ""]),
         "Raw rounds (CPU = % of one core over the measured window, from /proc; the machine "
         f"has {info['nproc']} cores shared by wrk, the proxy under test and the upstream):", "",
         "| Round | Target | Req/s | p50 | p99 | Requests | Bytes/req read | CPU proxy | "
@@ -580,9 +642,12 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
         ", migrations run and one app seeded (slug `bench`, runtime origin = the upstream, "
         "runtime active, domain approved), then "
         "`uvicorn.Server(server_config(create_app(settings), settings, "
-        "log_level=\"warning\")).run()`: one worker, uvloop, httptools, no access log, no "
-        "server/date headers (the origin's are relayed), default settings otherwise (no Redis: "
-        "app cache TTL 1 s, aiohttp pool of 512).",
+        "log_level=\"warning\")).run()`: one worker, uvloop, httptools (each response head "
+        "written with its body, `router/server_protocol.py`), no access log, no server/date "
+        "headers (the origin's are relayed), the heap frozen after startup "
+        "(`router/heap.py`), default settings otherwise (no Redis: app cache TTL 1 s; the "
+        "proxy's own HTTP/1.1 client, `router/upstream_client.py`, keeping up to 512 idle "
+        "keep-alive connections).",
         "- reference: a Starlette app with one route returning `PlainTextResponse(<1 KB>)`, "
         "same `server_config`.",
     ]

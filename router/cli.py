@@ -16,13 +16,16 @@ from payments import migrate
 from payments.db import make_engine, make_sessionmaker
 from router.app import create_app
 from router.dev import DEMO_PAY_TO, DEMO_SLUG, seed_demo
+from router.server_protocol import HttpProtocol
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 
 
 def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
     extra.setdefault("log_level", "info")
     return uvicorn.Config(
-        app, host=settings.bind_host, port=settings.bind_port, loop="uvloop", http="httptools",
+        app, host=settings.bind_host, port=settings.bind_port, loop="uvloop",
+        # httptools, each response head leaving with its body (router/server_protocol.py)
+        http=HttpProtocol,
         ws="websockets-sansio", lifespan="on",
         # The proxy relays the origin's own Server/Date headers; ours would duplicate them.
         server_header=False, date_header=False,

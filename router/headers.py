@@ -1,7 +1,11 @@
 """Header policy of the runtime proxy: plain functions over ASGI header lists.
 
-ASGI gives header names lower-cased as bytes; upstream (aiohttp) hands raw bytes
-back. Everything here works on ``list[tuple[bytes, bytes]]`` and does no I/O.
+ASGI gives request header names lower-cased as bytes (the ASGI spec requires it, and the
+policy below relies on it); origins send names in any case. Everything here works on
+``list[tuple[bytes, bytes]]`` and does no I/O. The proxy calls :func:`plan_request` and
+:func:`plan_response`, each one pass over the headers (bench/proxy_bench.py: the policy
+is on the hot path of every proxied request); the other functions are the same rules
+piecewise.
 """
 
 from __future__ import annotations
@@ -23,6 +27,37 @@ _RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"})
 # Client-supplied forwarding claims; believed only from trusted proxies.
 _FORWARDING = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host",
                          b"x-forwarded-port", b"x-real-ip", b"forwarded"})
+_FORWARDING_PASSTHROUGH = frozenset({b"forwarded", b"x-forwarded-port", b"x-real-ip"})
+
+# Names the one-pass planners look at; every other header is kept as it is.
+_REQUEST_NOTICED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"content-length"}
+_RESPONSE_NOTICED = HOP_BY_HOP | _RESPONSE_DROP | {b"content-length"}
+# What a Connection header may list without a second pass: names already dropped, or
+# tokens that name no header at all.
+_REQUEST_SETTLED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"close"}
+_RESPONSE_SETTLED = HOP_BY_HOP | _RESPONSE_DROP | {b"close"}
+# The usual Connection values, which name no header: no need to split them.
+_PLAIN_CONNECTION = frozenset({b"keep-alive", b"close"})
+
+
+# Plain tuples, not NamedTuples: building one of those costs more than the rest of a plan.
+# (headers for the origin, Content-Length the client declared, the client sent
+# Transfer-Encoding: a body of unknown length)
+RequestPlan = tuple[Headers, int | None, bool]
+# (headers for the browser, Content-Length the origin declared)
+ResponsePlan = tuple[Headers, int | None]
+
+
+def _tokens(value: bytes) -> set[bytes]:
+    return {t.strip().lower() for t in value.split(b",") if t.strip()}
+
+
+def _length(raw: bytes) -> int | None:
+    try:
+        value = int(raw)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
 
 
 def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
@@ -30,12 +65,8 @@ def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]
     names: set[bytes] = set()
     for name, value in headers:
         if name.lower() == b"connection":
-            names.update(t.strip().lower() for t in value.split(b",") if t.strip())
+            names |= _tokens(value)
     return frozenset(names)
-
-
-def _without(headers: Iterable[tuple[bytes, bytes]], drop: frozenset[bytes]) -> Headers:
-    return [(n, v) for n, v in headers if n.lower() not in drop]
 
 
 def is_trusted(client_ip: str | None,
@@ -49,11 +80,65 @@ def is_trusted(client_ip: str | None,
     return any(ip in net for net in trusted)
 
 
-def _first(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    for n, v in headers:
-        if n == name:
-            return v
-    return None
+def plan_request(
+    headers: Iterable[tuple[bytes, bytes]],
+    *,
+    upstream_host: bytes,
+    client_ip: str | None,
+    scheme: str,
+    trusted_proxy: bool,
+    extra_drop: frozenset[bytes] = frozenset(),
+) -> RequestPlan:
+    """Our forwarding headers, no cookies, no hop-by-hop; one pass over ``headers``."""
+    noticed = _REQUEST_NOTICED | extra_drop if extra_drop else _REQUEST_NOTICED
+    kept: Headers = []
+    listed: set[bytes] | None = None
+    host = length = None
+    chunked = False
+    prior_for: list[bytes] = []
+    proto = forwarded_host = None
+    passthrough: Headers = []
+    for item in headers:
+        name = item[0]
+        if name not in noticed:
+            kept.append(item)
+        elif name == b"host":
+            host = item[1] if host is None else host
+        elif name == b"content-length":
+            kept.append(item)
+            length = _length(item[1]) if length is None else length
+        elif name == b"connection" and item[1].lower() not in _PLAIN_CONNECTION:
+            listed = _tokens(item[1]) | (listed or set())
+        elif name == b"transfer-encoding":
+            chunked = True
+        elif trusted_proxy and name in _FORWARDING:
+            if name == b"x-forwarded-for":
+                prior_for.append(item[1])
+            elif name == b"x-forwarded-proto":
+                proto = item[1] if proto is None else proto
+            elif name == b"x-forwarded-host":
+                forwarded_host = item[1] if forwarded_host is None else forwarded_host
+            else:
+                passthrough.append(item)
+    if listed is not None and not listed <= _REQUEST_SETTLED:
+        kept = [item for item in kept if item[0] not in listed]
+        if b"content-length" in listed:
+            length = None
+    client = (client_ip or "").encode()
+    if trusted_proxy:
+        forwarded_for = b", ".join([*prior_for, client]) if client else b", ".join(prior_for)
+        proto = proto or scheme.encode()
+        forwarded_host = forwarded_host or host
+        kept += passthrough
+    else:
+        forwarded_for, proto, forwarded_host = client, scheme.encode(), host
+    kept.append((b"host", upstream_host))
+    if forwarded_for:
+        kept.append((b"x-forwarded-for", forwarded_for))
+    kept.append((b"x-forwarded-proto", proto))
+    if forwarded_host:
+        kept.append((b"x-forwarded-host", forwarded_host))
+    return kept, length, chunked
 
 
 def upstream_request_headers(
@@ -66,46 +151,45 @@ def upstream_request_headers(
     extra_drop: frozenset[bytes] = frozenset(),
 ) -> Headers:
     """What the origin receives: our forwarding headers, no cookies, no hop-by-hop."""
-    drop = HOP_BY_HOP | _REQUEST_DROP | connection_named(headers) | extra_drop
-    kept = _without(headers, drop | _FORWARDING)
-    client = (client_ip or "").encode()
-    host = _first(headers, b"host") or b""
-    if trusted_proxy:
-        prior_for = [v for n, v in headers if n == b"x-forwarded-for"]
-        forwarded_for = b", ".join([*prior_for, client]) if client else b", ".join(prior_for)
-        proto = _first(headers, b"x-forwarded-proto") or scheme.encode()
-        forwarded_host = _first(headers, b"x-forwarded-host") or host
-        passthrough = [(n, v) for n, v in headers
-                       if n in (b"forwarded", b"x-forwarded-port", b"x-real-ip")]
-        kept.extend(passthrough)
-    else:
-        forwarded_for, proto, forwarded_host = client, scheme.encode(), host
-    kept.append((b"host", upstream_host))
-    if forwarded_for:
-        kept.append((b"x-forwarded-for", forwarded_for))
-    kept.append((b"x-forwarded-proto", proto))
-    if forwarded_host:
-        kept.append((b"x-forwarded-host", forwarded_host))
-    return kept
+    return plan_request(headers, upstream_host=upstream_host, client_ip=client_ip,
+                        scheme=scheme, trusted_proxy=trusted_proxy,
+                        extra_drop=extra_drop)[0]
 
 
-def downstream_response_headers(headers: Iterable[tuple[bytes, bytes]]) -> Headers:
-    """What the browser receives: the origin's headers less hop-by-hop and cookies.
+def plan_response(headers: Iterable[tuple[bytes, bytes]]) -> ResponsePlan:
+    """The origin's headers less hop-by-hop and cookies, names lower-cased; one pass.
 
     ``Content-Length`` and ``Content-Encoding`` pass through untouched: the body is
     relayed byte for byte, never decoded.
     """
-    headers = list(headers)
-    drop = HOP_BY_HOP | _RESPONSE_DROP | connection_named(headers)
-    return [(n.lower(), v) for n, v in headers if n.lower() not in drop]
+    kept: Headers = []
+    listed: set[bytes] | None = None
+    length = None
+    seen_length = False
+    for name, value in headers:
+        name = name.lower()
+        if name not in _RESPONSE_NOTICED:
+            kept.append((name, value))
+        elif name == b"content-length":
+            kept.append((name, value))
+            if not seen_length:
+                seen_length, length = True, _length(value)
+        elif name == b"connection" and value.lower() not in _PLAIN_CONNECTION:
+            listed = _tokens(value) | (listed or set())
+    if listed is not None and not listed <= _RESPONSE_SETTLED:
+        kept = [item for item in kept if item[0] not in listed]
+        if b"content-length" in listed:
+            length = None
+    return kept, length
+
+
+def downstream_response_headers(headers: Iterable[tuple[bytes, bytes]]) -> Headers:
+    """What the browser receives: the origin's headers less hop-by-hop and cookies."""
+    return plan_response(headers)[0]
 
 
 def content_length(headers: Iterable[tuple[bytes, bytes]]) -> int | None:
-    raw = _first(((n.lower(), v) for n, v in headers), b"content-length")
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        return None
-    return value if value >= 0 else None
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            return _length(value)
+    return None

@@ -13,8 +13,8 @@ from yarl import URL
 
 from router.gating import RuntimeRoute
 from router.headers import is_trusted, upstream_request_headers
+from router.origin import parse_origin
 from router.settings import Settings
-from router.upstream import parse_origin
 
 log = logging.getLogger(__name__)
 

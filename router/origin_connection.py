@@ -1,0 +1,292 @@
+"""One keep-alive HTTP/1.1 connection to an origin: an asyncio Protocol around httptools.
+
+It carries one exchange at a time (no pipelining). The request head and body are written
+by the caller (:mod:`router.upstream_client`); this module parses the answer and hands
+it over: the head once complete, the body chunk by chunk with flow control (reading
+pauses while more than ``HIGH_WATER`` bytes wait for the caller). Errors are stored, not
+raised into futures: a waiter is woken and finds ``error`` set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import cast
+
+import httptools
+
+# Pause reading the origin while this much body waits for a slow client.
+HIGH_WATER = 256 * 1024
+_NO_BODY_STATUS = (204, 304)
+
+
+class OriginError(Exception):
+    """The origin failed the exchange; subclasses say how."""
+
+
+class OriginClosed(OriginError):
+    """The connection closed before the answer was complete."""
+
+    def __init__(self, answered: bool) -> None:
+        super().__init__("origin closed the connection" +
+                         (" mid-answer" if answered else " without answering"))
+        self.answered = answered  # any byte of an answer had arrived
+
+
+class OriginProtocolError(OriginError):
+    """What the origin sent is not HTTP/1.x."""
+
+
+class OriginTimeout(OriginError, TimeoutError):
+    """Nothing arrived from the origin for the read timeout."""
+
+
+class ClientGone(OriginError):
+    """The downstream client left; the exchange was cut on purpose."""
+
+
+class OriginConnection(asyncio.Protocol):
+    def __init__(self, loop: asyncio.AbstractEventLoop, read_timeout: float) -> None:
+        self.loop = loop
+        self.read_timeout = read_timeout
+        self.transport: asyncio.Transport | None = None
+        self.ip = ""  # the checked address this connection was opened to
+        self.key: tuple[bool, str, int] = (False, "", 0)  # its pool: (tls, host, port)
+        self.closed = False
+        self.idle_since = 0.0
+        self.exchanges = 0  # begun on this connection: 0 while fresh
+        self._parser = httptools.HttpResponseParser(self)
+        self._fresh_parser = False  # a HEAD answer left the parser expecting a body
+        self._writing_paused = False
+        self._reading_paused = False
+        self._drain: asyncio.Future[None] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self.busy = False
+        self.status = 0
+        self.headers: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._buffered = 0
+        self.head_done = False
+        self.complete = False
+        self.keep_alive = False
+        self.answered = False
+        self.reusable = True  # cleared when the request body was not sent whole
+        self.waiting_for_client = False  # for the next chunk of the request body
+        self.error: OriginError | None = None
+        self._head_only = False
+        self._informational = False
+        self.started = 0.0
+        self.deadline = 0.0
+        self.client_gone: Callable[[], Awaitable[object]] | None = None
+        self.watcher: asyncio.Task[None] | None = None
+
+    # -- the caller's side --------------------------------------------------------------
+
+    def begin(self, head: bytes, head_only: bool) -> None:
+        """Start an exchange: ``head`` is the whole request head, already encoded."""
+        assert self.transport is not None and not self.busy
+        if self._fresh_parser:
+            self._parser = httptools.HttpResponseParser(self)
+            self._fresh_parser = False
+        self.busy = True
+        self.exchanges += 1
+        self._head_only = head_only
+        self.started = now = self.loop.time()
+        self.deadline = now + self.read_timeout
+        self.transport.write(head)
+
+    def write(self, data: bytes) -> None:
+        assert self.transport is not None
+        self.touch()
+        self.transport.write(data)
+
+    def touch(self) -> None:
+        """Progress: the read timeout counts from now."""
+        self.deadline = self.loop.time() + self.read_timeout
+
+    async def drain(self) -> None:
+        if self._writing_paused and self.error is None:
+            self._drain = self.loop.create_future()
+            try:
+                await self._drain
+            finally:
+                self._drain = None
+        if self.error is not None:
+            raise self.error
+
+
+    async def next_chunk(self) -> bytes:
+        """The body received so far and not yet taken; ``b""`` once it is complete."""
+        while not self._body:
+            if self.error is not None:
+                raise self.error
+            if self.complete:
+                return b""
+            await self.waiter()
+        body = self._body
+        data = body[0] if len(body) == 1 else b"".join(body)
+        body.clear()
+        self._buffered = 0
+        if self._reading_paused and self.transport is not None:
+            self._reading_paused = False
+            self.deadline = self.loop.time() + self.read_timeout
+            self.transport.resume_reading()
+        return data
+
+    def body(self) -> bytes:
+        """The whole body, once ``complete`` (and no ``error``)."""
+        body = self._body
+        return body[0] if len(body) == 1 else b"".join(body)
+
+    async def read_all(self) -> bytes:
+        parts = []
+        while chunk := await self.next_chunk():
+            parts.append(chunk)
+        return b"".join(parts)
+
+    @property
+    def reading_paused(self) -> bool:
+        return self._reading_paused
+
+    def abort(self, error: OriginError) -> None:
+        """Cut the exchange and the connection; waiters wake and find ``error``."""
+        if not self.complete and self.error is None:
+            self.error = error
+        self.reusable = False
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+        self._wake()
+
+    def finish(self) -> bool:
+        """End the exchange; whether the connection can carry another one."""
+        watcher = self.watcher
+        if watcher is not None and not watcher.done():
+            watcher.cancel()
+        reusable = (self.complete and self.keep_alive and self.reusable and not self.closed
+                    and not self._reading_paused)
+        self._reset()
+        return reusable
+
+    def close(self) -> None:
+        self.closed = True  # at once: connection_lost comes an iteration later
+        if self.transport is not None:
+            self.transport.close()
+
+    def waiter(self) -> asyncio.Future[None]:
+        """Completes at the next step of the exchange (or its end); check the state then."""
+        waiter = self._waiter = self.loop.create_future()
+        return waiter
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():  # cancelled with its task
+                waiter.set_result(None)
+
+    # -- asyncio.Protocol -----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A stream transport (uvloop's are not registered as asyncio.Transport subclasses).
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        if not self.busy or self.complete:
+            # Nothing was asked (or the answer is over): no byte may arrive now.
+            self.reusable = False
+            self.close()
+            return
+        self.answered = True
+        self.deadline = self.loop.time() + self.read_timeout
+        try:
+            self._parser.feed_data(data)
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
+            self.abort(OriginProtocolError(str(exc) or type(exc).__name__))
+
+    def eof_received(self) -> bool | None:
+        self.closed = True
+        return None  # close the transport: connection_lost settles the exchange
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.busy and not self.complete and self.error is None:
+            if self.head_done and self._until_close():
+                self.complete = True  # the answer was framed by the end of the connection
+            else:
+                self.error = OriginClosed(self.answered)
+        self._wake()
+        drain = self._drain
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        drain = self._drain
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    # -- httptools callbacks --------------------------------------------------------------
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.complete:
+            self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        if self.complete:
+            return
+        status = self._parser.get_status_code()
+        if status < 200:
+            if status == 101:
+                raise OriginProtocolError("101 Switching Protocols to a request without Upgrade")
+            self.headers = []  # 100 Continue, 103 Early Hints: not relayed
+            self._informational = True
+            return
+        self.status = status
+        self.head_done = True
+        if self._head_only:
+            # httptools cannot be told the request was HEAD: the answer ends here, and
+            # the next exchange gets a new parser (this one would expect the body).
+            self.complete = True
+            self.keep_alive = self._parser.should_keep_alive()
+            self._fresh_parser = True
+        self._wake()
+
+    def on_body(self, body: bytes) -> None:
+        if self.complete:
+            self.reusable = False
+            return
+        self._body.append(body)
+        self._buffered += len(body)
+        if self._buffered > HIGH_WATER and not self._reading_paused and self.transport:
+            self._reading_paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        if self._informational:
+            self._informational = False
+            return
+        if self.complete:
+            return
+        self.complete = True
+        self.keep_alive = self._parser.should_keep_alive()
+        self._wake()
+
+    def _until_close(self) -> bool:
+        """Whether the answer had no length and no chunking: the close ends it."""
+        if self.status in _NO_BODY_STATUS:
+            return False
+        for name, value in self.headers:
+            lowered = name.lower()
+            if lowered == b"content-length":
+                return False
+            if lowered == b"transfer-encoding" and b"chunked" in value.lower():
+                return False
+        return True
