@@ -222,7 +222,9 @@ class Router:
 
 
 def router_env(database_url: str, port: int) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
+    # SVCSRV_DB_WORKERS passes through, to compare settings; every other SVCSRV_ is fixed.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SVCSRV_") or k == "SVCSRV_DB_WORKERS"}
     base = f"localhost:{port}"
     env.update({
         "SVCSRV_MODE": "dev", "SVCSRV_DATABASE_URL": database_url,

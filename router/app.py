@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
+import anyio
 import redis.asyncio as aioredis
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -181,6 +182,7 @@ def developer_services(settings: Settings, resources: Resources,
         sessions=resources.session_factory, limiter=resources.rate_limiter, mailer=mailer,
         passwords=Passwords(), policy=policy, base_url=settings.base_url,
         console_url=settings.console_url, secure_cookies=not settings.dev,
+        workers=anyio.CapacityLimiter(settings.db_workers),
     )
 
 

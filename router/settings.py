@@ -52,6 +52,10 @@ class Settings:
     proxy_max_request_bytes: int = 64 * 1024 * 1024
     proxy_max_response_bytes: int = 256 * 1024 * 1024
     proxy_pool_size: int = 512
+    # Threads that run database units of work at once (payments API, console). More than a
+    # few only queue on the same row locks and contend for the GIL while holding them
+    # (bench/ledger_bench.py); docs/decisions.md has the measurement.
+    db_workers: int = 4
     # Without Redis no other instance can tell us about a change, so entries
     # expire after one second; with Redis, pub/sub invalidates and the TTL is a backstop.
     app_cache_ttl_local: float = 1.0
@@ -117,6 +121,8 @@ class Settings:
         if self.mode == "production" and not self.smtp_host:
             raise SettingsError(f"production needs mail: set {ENV_PREFIX}SMTP_HOST "
                                 "(verification codes are sent by SMTP)")
+        if self.db_workers < 1:
+            raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
             raise SettingsError(f"apps_domain must be a bare domain, not {self.apps_domain!r}")
         hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",
@@ -207,7 +213,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
         values["apps_port"] = int(_number(raw, "APPS_PORT", int)) if raw.strip() else None
     int_fields = ("bind_port", "proxy_max_request_bytes", "proxy_max_response_bytes",
-                  "proxy_pool_size", "console_session_idle_seconds",
+                  "proxy_pool_size", "db_workers", "console_session_idle_seconds",
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",
                   "handoff_ttl_seconds", "chain_confirmations", "settlement_batch_size")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
+import anyio
 import anyio.to_thread
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -44,6 +45,9 @@ class DeveloperServices:
     secure_cookies: bool
     limits: Limits = field(default_factory=Limits)
     clock: Callable[[], datetime] = utcnow
+    # Shared by every unit of work: a unit waits here, holding no connection and no lock,
+    # rather than on a row lock while competing for the GIL (``SVCSRV_DB_WORKERS``).
+    workers: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(4))
 
     async def run(self, work: Callable[[Session], T]) -> T:
         """Run ``work`` in one transaction on a worker thread.
@@ -70,4 +74,4 @@ class DeveloperServices:
                 session.commit()
                 return result
 
-        return await anyio.to_thread.run_sync(unit)
+        return await anyio.to_thread.run_sync(unit, limiter=self.workers)

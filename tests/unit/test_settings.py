@@ -59,10 +59,16 @@ def test_production_from_environment() -> None:
     ({"SVCSRV_BIND_PORT": "eighty"}, "number"),
     ({"SVCSRV_TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"),
     ({"SVCSRV_ALLOW_PRIVATE_ORIGINS": "perhaps"}, "boolean"),
+    ({"SVCSRV_DB_WORKERS": "0"}, "DB_WORKERS"),
 ])
 def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         load_settings(env)
+
+
+def test_db_workers_from_environment() -> None:
+    assert load_settings({}).db_workers == 4
+    assert load_settings({"SVCSRV_DB_WORKERS": "2"}).db_workers == 2
 
 
 def test_service_hosts_derived() -> None:
