@@ -32,6 +32,7 @@ from payments.ledger.cors import Cors
 from payments.ledger.return_urls import origin_of
 from payments.ledger.routes_authorizations import AuthorizationRoutes
 from payments.ledger.routes_payments import PaymentRoutes
+from payments.ledger.session_lookups import SessionLookups
 from payments.mail import CapturingMailer, Mailer, SmtpMailer
 from payments.models import App
 from payments.ratelimit import InMemoryRateLimiter, RedisRateLimiter
@@ -226,7 +227,9 @@ def _console_host(settings: Settings, developer: DeveloperServices) -> Starlette
     from portal.console.routes import console_routes
 
     api = DeveloperApi(developer, settings.runtime_url, accept_session=True)
-    return Starlette(routes=[*console_routes(developer, settings.runtime_url), *api.routes()],
+    lookups = SessionLookups(developer, chain_params(settings))
+    return Starlette(routes=[*console_routes(developer, settings.runtime_url), *api.routes(),
+                             *lookups.routes()],
                      exception_handlers=EXCEPTION_HANDLERS)
 
 

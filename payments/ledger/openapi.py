@@ -43,6 +43,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     # backend API keys (spec 5.1)
     "valid_api_key_required": (401, "no `zpk_` key was sent, or it is unknown or revoked"),
     "api_key_scope_missing": (403, "the key lacks the scope named in `scope`"),
+    "developer_session_required": (401, "console host lookups: sent a key or CLI grant "
+                                   "instead of the console session"),
     "not_found": (404, "no such object for this API key (another app's objects are not "
                        "disclosed)"),
     # apps, products, orders
@@ -614,16 +616,26 @@ def ledger_paths() -> dict[str, Any]:
             "parameters": [_path("delivery_id", "`ztdlv_…`")],
             "get": _op("getDelivery", "Trusted delivery lookup (backend).",
                        "Spec 4.3: the record to fulfil from when a webhook is missing. "
-                       "Needs a backend key; there is no public lookup by delivery id.",
+                       "Needs a backend key; there is no public lookup by delivery id."
+                       " On the console host the same path answers a developer signed in "
+                       "to the console "
+                       "(session cookie, no key; spec 5.1 item 5) for the apps of their "
+                       "organization; a CLI grant is refused there "
+                       "(`developer_session_required`).",
                        ok="200", ok_schema="DeliveryLookup", scope="deliveries:read",
-                       errors=[*KEY_ERRORS, "not_found"]),
+                       errors=[*KEY_ERRORS, "not_found", "developer_session_required"]),
         },
         "/api/receipts/{charge_id}": {
             "parameters": [_path("charge_id", "the `chargeId` (0x + 64 hex)")],
             "get": _op("getReceipt", "Look up a receipt by charge id (backend).",
-                       "Spec 4.3. Needs a backend key.",
+                       "Spec 4.3. Needs a backend key."
+                       " On the console host the same path answers a developer signed in "
+                       "to the console "
+                       "(session cookie, no key; spec 5.1 item 5) for the apps of their "
+                       "organization; a CLI grant is refused there "
+                       "(`developer_session_required`).",
                        ok="200", ok_schema="ReceiptLookup", scope="receipts:read",
-                       errors=[*KEY_ERRORS, "not_found"]),
+                       errors=[*KEY_ERRORS, "not_found", "developer_session_required"]),
         },
         "/api/account-handoffs": {
             "post": _op(

@@ -4,6 +4,7 @@ account handoffs and trusted-server charges (spec 4.1-4.5)."""
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -17,7 +18,7 @@ from starlette.routing import Route
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import atomic_amount, field_str, read_json, required_str
-from payments.ids import charge_id, charge_seq
+from payments.ids import charge_id
 from payments.ledger import codes, idempotency
 from payments.ledger.authorizations import active_authorization, remaining
 from payments.ledger.charges import ChargeIntent, Recorded, record_charge
@@ -25,13 +26,12 @@ from payments.ledger.config import LedgerConfig
 from payments.ledger.cors import Cors, preflight_route
 from payments.ledger.handoffs import Handoff, encode_handoff, merchant_user_hash
 from payments.ledger.keyauth import authorized_key, presented_key, require_app_access
+from payments.ledger.lookups import lookup_delivery, lookup_receipt, nameable
 from payments.ledger.models import (
     AccountConnection,
     Authorization,
-    Charge,
     CodeKind,
     ConnectionStatus,
-    Delivery,
     Order,
     OrderStatus,
 )
@@ -39,7 +39,6 @@ from payments.ledger.permits import ADDRESS_RE
 from payments.ledger.proofs import sign_payment_proof
 from payments.ledger.return_urls import check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
-from payments.ledger.views import delivery_view, receipt_view
 from payments.models import App, Pricing, Product, ProductStatus, RuntimeStatus
 
 
@@ -54,11 +53,6 @@ def charge_response(recorded: Recorded, authorization: Authorization,
         "orderId": delivery.order_id, "remaining": str(remaining(authorization, now)),
         "eventId": recorded.event.id if recorded.event else None,
     }
-
-
-def nameable(path_value: str) -> bool:
-    """PostgreSQL text cannot hold NUL: a path id or slug with one names nothing here."""
-    return "\x00" not in path_value
 
 
 def code_audience(session: Session, code: str) -> str | None:
@@ -280,32 +274,19 @@ class PaymentRoutes:
 
         def work(session: Session) -> dict[str, Any]:
             api_key = authorized_key(session, secret, "deliveries:read", now)
-            delivery = session.get(Delivery, delivery_id) if nameable(delivery_id) else None
-            require_app_access(api_key, session.get(App, delivery.app_id) if delivery else None,
-                               "delivery")
-            assert delivery is not None
-            charge = session.get(Charge, delivery.charge_seq)
-            product = session.get(Product, delivery.product_id)
-            assert charge is not None and product is not None
-            return {"delivery": delivery_view(delivery, charge, product, self.c.params)}
+            return lookup_delivery(session, delivery_id, self.c.params,
+                                   partial(require_app_access, api_key))
         return JSONResponse(await self.s.run(work))
 
     async def get_receipt(self, request: Request) -> Response:
         secret = presented_key(request)
-        seq = charge_seq(request.path_params["charge_id"])
+        charge_id = request.path_params["charge_id"]
         now = self.s.clock()
 
         def work(session: Session) -> dict[str, Any]:
             api_key = authorized_key(session, secret, "receipts:read", now)
-            # A well-formed id above BIGINT cannot be ours (and would not bind as a key).
-            charge = session.get(Charge, seq) if seq and seq < 2**63 else None
-            app = require_app_access(api_key, session.get(App, charge.app_id) if charge else None,
-                                     "receipt")
-            assert charge is not None
-            delivery = session.scalar(select(Delivery).where(Delivery.charge_seq == charge.seq))
-            product = session.get(Product, charge.product_id)
-            assert delivery is not None and product is not None
-            return {"receipt": receipt_view(charge, delivery, app, product, self.c.params)}
+            return lookup_receipt(session, charge_id, self.c.params,
+                                  partial(require_app_access, api_key))
         return JSONResponse(await self.s.run(work))
 
     # -- account handoffs (spec 4.5, 3.5) --------------------------------------------------

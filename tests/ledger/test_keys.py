@@ -162,3 +162,39 @@ def test_legacy_org_keys_and_the_secret_key_header(world: PayWorld,
             "productId": world.products["retry"].id, "developerUserId": "u",
             "idempotencyKey": "o:legacy"})
         expect(created, 201)
+
+
+def console_client(world: PayWorld, developer_id: str, **headers: str) -> httpx.Client:
+    from tests.factories import open_console_session
+    cookie, _ = open_console_session(world.sessions, developer_id)
+    return httpx.Client(base_url=world.router.url, timeout=30, headers={
+        "host": f"console.localhost:{world.router.port}", "cookie": f"svc_console={cookie}",
+        **headers})
+
+
+def test_console_session_looks_up_deliveries_and_receipts(world: PayWorld,
+                                                         paid: dict[str, str]) -> None:
+    """Spec 5.1 item 5: a developer session may call the lookups, on the console host where
+    the session lives; the bodies are those a backend key gets."""
+    from payments.developer.models import Developer
+    with world.sessions() as session:
+        owner = session.scalar(select(Developer.id).where(Developer.username == "dev1"))
+    assert owner is not None
+    stranger, _ = add_developer(world.sessions, "dev2")
+    paths = [f"/api/deliveries/{paid['delivery']}", f"/api/receipts/{paid['charge']}"]
+    with world.keyed() as backend, console_client(world, owner) as console:
+        for path in paths:
+            by_key = expect(backend.get(path), 200)
+            assert expect(console.get(path), 200) == by_key
+        expect(console.get("/api/deliveries/ztdlv_nope"), 404, "not_found")
+    with console_client(world, stranger) as other:
+        for path in paths:  # another organization's ids are not found, not forbidden
+            expect(other.get(path), 404, "not_found")
+    with httpx.Client(base_url=world.router.url, timeout=30, headers={
+            "host": f"console.localhost:{world.router.port}"}) as anonymous:
+        for path in paths:
+            expect(anonymous.get(path), 401, "developer_auth_required")
+    with console_client(world, owner, authorization=f"Bearer {world.api_key}") as keyed:
+        expect(keyed.get(paths[0]), 401, "developer_session_required")
+    with world.api(cookie=f"svc_console={'x' * 40}") as api_host:
+        expect(api_host.get(paths[0]), 401)  # the API host never reads the console cookie
