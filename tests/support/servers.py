@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -39,9 +40,11 @@ def serve_router(app: Any, settings: Settings) -> Iterator[str]:
 class AiohttpServer:
     """An aiohttp.web app on 127.0.0.1 in a background loop; ``.url`` is its origin."""
 
-    def __init__(self, app: web.Application, host: str = "127.0.0.1") -> None:
+    def __init__(self, app: web.Application, host: str = "127.0.0.1",
+                 ssl_context: ssl.SSLContext | None = None) -> None:
         self.app = app
         self.host = host
+        self.ssl_context = ssl_context  # serve HTTPS (e.g. a trustme certificate)
         self.port = free_port()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
@@ -49,7 +52,8 @@ class AiohttpServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     def call(self, coro: Any, timeout: float = 30) -> Any:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
@@ -57,7 +61,8 @@ class AiohttpServer:
     def __enter__(self) -> AiohttpServer:
         self._thread.start()
         self.call(self._runner.setup())
-        self.call(web.TCPSite(self._runner, self.host, self.port).start())
+        self.call(web.TCPSite(self._runner, self.host, self.port,
+                              ssl_context=self.ssl_context).start())
         return self
 
     def __exit__(self, *exc: object) -> None:
