@@ -21,7 +21,8 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 # and the ledger and chain tables reference apps and products.
 import payments.chain.models
 import payments.developer.models
-import payments.ledger.models  # noqa: F401
+import payments.ledger.models
+import payments.runtime.models  # noqa: F401
 from payments.db import Base, UtcDateTime, enum_column, utcnow
 from payments.ids import IdPrefix, new_id
 
@@ -65,6 +66,15 @@ class RuntimeStatus(StrEnum):
 class DomainRequestStatus(StrEnum):
     NOT_REQUESTED = "not_requested"
     PENDING_MANUAL_DNS = "pending_manual_dns"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class HostedReviewStatus(StrEnum):
+    """The hosted-app review of a service-hosted runtime (spec 1.2 rule 4)."""
+
+    NOT_REQUESTED = "not_requested"
+    PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
 
@@ -114,6 +124,15 @@ class App(Base):
         enum_column(DomainRequestStatus), default=DomainRequestStatus.NOT_REQUESTED)
     # The last verification report (list of checks), shown on the setup page.
     runtime_checks: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    runtime_checked_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    runtime_verified_at: Mapped[datetime | None] = mapped_column(UtcDateTime, default=None)
+    runtime_domain_requested_at: Mapped[datetime | None] = mapped_column(UtcDateTime,
+                                                                         default=None)
+    hosted_review_status: Mapped[HostedReviewStatus] = mapped_column(
+        enum_column(HostedReviewStatus), default=HostedReviewStatus.NOT_REQUESTED)
+    # Categories the reviewer recorded (spec 1.2 rule 4), and their note.
+    hosted_review_categories: Mapped[list[str]] = mapped_column(JSON, default=list)
+    hosted_review_note: Mapped[str] = mapped_column(String(500), default="")
     organization_id: Mapped[str | None] = mapped_column(
         ForeignKey("organizations.id", ondelete="SET NULL"), default=None, index=True)
     kill_switch: Mapped[bool] = mapped_column(Boolean, default=False)

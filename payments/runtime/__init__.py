@@ -1,0 +1,1 @@
+"""Runtime lifecycle: configure, verify, disable, domain requests, operator approvals."""
