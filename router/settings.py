@@ -93,6 +93,16 @@ class Settings:
     summary_code_ttl_seconds: int = 600
     payment_code_ttl_seconds: int = 300
     handoff_ttl_seconds: int = 900
+    # Runtime verification (spec 2.8): the deadline of each request to a developer origin
+    # (manifest fetch, each probe) and the largest manifest read.
+    runtime_fetch_timeout: float = 5.0
+    runtime_manifest_max_bytes: int = 64 * 1024
+    # The DNS server asked about developer origins and runtime hostnames ("ip" or "ip:port");
+    # unset: the system's resolver.
+    dns_server: str | None = None
+    # The router's public addresses: a runtime hostname is approved only when it resolves to
+    # these and nothing else (svc-ops domain approve).
+    router_addresses: tuple[str, ...] = ()
     service_hosts: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -125,6 +135,16 @@ class Settings:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
             raise SettingsError(f"apps_domain must be a bare domain, not {self.apps_domain!r}")
+        if self.runtime_fetch_timeout <= 0 or self.runtime_manifest_max_bytes < 1024:
+            raise SettingsError(f"{ENV_PREFIX}RUNTIME_FETCH_TIMEOUT must be positive and "
+                                f"{ENV_PREFIX}RUNTIME_MANIFEST_MAX_BYTES at least 1024")
+        self.dns_nameserver  # noqa: B018  (validates dns_server)
+        for address in self.router_addresses:
+            try:
+                ipaddress.ip_address(address)
+            except ValueError:
+                raise SettingsError(f"{ENV_PREFIX}ROUTER_ADDRESSES: {address!r} is not an IP "
+                                    "address") from None
         hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",
                                                           "console_url", "docs_url"))
         object.__setattr__(self, "service_hosts", hosts)
@@ -148,6 +168,26 @@ class Settings:
     @property
     def settlement_batch_age(self) -> timedelta:
         return timedelta(seconds=self.settlement_batch_age_seconds)
+
+    @property
+    def dns_nameserver(self) -> tuple[str, int] | None:
+        """``dns_server`` as (address, port), or None for the system resolver."""
+        if not self.dns_server:
+            return None
+        text = self.dns_server.strip()
+        host, port = text, 53
+        if text.count(":") == 1 or text.startswith("["):  # "ip:port" or "[ipv6]:port"
+            host, _, raw = text.rpartition(":")
+            host = host.strip("[]")
+            if not raw.isdigit() or not 0 < int(raw) < 65536:
+                raise SettingsError(f"{ENV_PREFIX}DNS_SERVER: bad port in {text!r}")
+            port = int(raw)
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            raise SettingsError(f"{ENV_PREFIX}DNS_SERVER must be an IP address (with an "
+                                f"optional :port), not {text!r}") from None
+        return host, port
 
     @property
     def dev(self) -> bool:
@@ -207,7 +247,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip().rstrip("/") if name.endswith("_url") else raw.strip()
     for name in ("redis_url", "legacy_launch_host", "smtp_host", "smtp_username",
-                 "smtp_password", "chain_rpc_url", "spender_address", "relayer_key"):
+                 "smtp_password", "chain_rpc_url", "spender_address", "relayer_key",
+                 "dns_server"):
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip() or None
     if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
@@ -216,16 +257,19 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
                   "proxy_pool_size", "db_workers", "console_session_idle_seconds",
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",
-                  "handoff_ttl_seconds", "chain_confirmations", "settlement_batch_size")
+                  "handoff_ttl_seconds", "chain_confirmations", "settlement_batch_size",
+                  "runtime_manifest_max_bytes")
     for name in int_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), int)
     float_fields = ("proxy_connect_timeout", "proxy_read_timeout", "app_cache_ttl_local",
                     "app_cache_ttl_shared", "chain_worker_interval",
-                    "settlement_batch_age_seconds")
+                    "settlement_batch_age_seconds", "runtime_fetch_timeout")
     for name in float_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), float)
+    if (raw := env.get(ENV_PREFIX + "ROUTER_ADDRESSES")) is not None:
+        values["router_addresses"] = tuple(a.strip() for a in raw.split(",") if a.strip())
     if (raw := env.get(ENV_PREFIX + "TRUSTED_PROXIES")) is not None:
         values["trusted_proxies"] = _networks(raw)
     if (raw := env.get(ENV_PREFIX + "SMTP_STARTTLS")) is not None:
