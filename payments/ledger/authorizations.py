@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from payments.chain.params import ChainParams
@@ -78,6 +78,18 @@ def unsettled_amount(session: Session, authorization_id: str) -> int:
     return int(total or 0)
 
 
+# Built once (constructing a statement costs more than running a cached one).
+_RESERVE = (
+    update(Authorization)
+    .where(Authorization.id == bindparam("authorization_id"),
+           Authorization.status == AuthorizationStatus.ACTIVE,
+           Authorization.deadline > bindparam("now"),
+           Authorization.spent_atomic + bindparam("amount") <= Authorization.value_atomic)
+    .values(spent_atomic=Authorization.spent_atomic + bindparam("amount"))
+    .returning(Authorization.spent_atomic)
+    .execution_options(synchronize_session=False))
+
+
 def reserve(session: Session, authorization_id: str, amount: int,
             now: datetime) -> int | None:
     """Take ``amount`` from the budget if, and only if, it is active and covers it; return
@@ -86,15 +98,8 @@ def reserve(session: Session, authorization_id: str, amount: int,
     One conditional UPDATE: the database serializes concurrent reservations on the row,
     so the sum of reservations can never exceed the permit value.
     """
-    spent = session.execute(
-        update(Authorization)
-        .where(Authorization.id == authorization_id,
-               Authorization.status == AuthorizationStatus.ACTIVE,
-               Authorization.deadline > now,
-               Authorization.spent_atomic + amount <= Authorization.value_atomic)
-        .values(spent_atomic=Authorization.spent_atomic + amount)
-        .returning(Authorization.spent_atomic)
-        .execution_options(synchronize_session=False)).scalar()
+    spent = session.execute(_RESERVE, {"authorization_id": authorization_id, "amount": amount,
+                                       "now": now}).scalar()
     return None if spent is None else int(spent)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from payments.developer.tokens import new_token, token_hash
@@ -48,19 +48,26 @@ def live_summary(session: Session, code: str, now: datetime) -> AuthCode:
     return record
 
 
+_CONSUME_PAYMENT = (
+    update(AuthCode)
+    .where(AuthCode.code_hash == bindparam("digest"), AuthCode.kind == CodeKind.PAYMENT,
+           AuthCode.consumed_at.is_(None), AuthCode.expires_at > bindparam("now"))
+    .values(consumed_at=bindparam("now"))
+    .returning(AuthCode)
+    .execution_options(synchronize_session=False))
+
+
 def consume_payment_code(session: Session, code: str, now: datetime) -> AuthCode:
-    """Mark the payment code used, exactly once across all concurrent callers."""
+    """Mark the payment code used, exactly once across all concurrent callers.
+
+    One conditional UPDATE ... RETURNING on the hot path; the row is read again only to
+    say why a code was refused."""
     digest = token_hash(code)
-    result = session.execute(
-        update(AuthCode)
-        .where(AuthCode.code_hash == digest, AuthCode.kind == CodeKind.PAYMENT,
-               AuthCode.consumed_at.is_(None), AuthCode.expires_at > now)
-        .values(consumed_at=now)
-        .execution_options(synchronize_session=False))
+    consumed = session.scalars(_CONSUME_PAYMENT, {"digest": digest, "now": now}).first()
+    if consumed is not None:
+        return consumed
     record = session.scalar(select(AuthCode).where(AuthCode.code_hash == digest,
                                                    AuthCode.kind == CodeKind.PAYMENT))
-    if result.rowcount == 1 and record is not None:  # type: ignore[attr-defined]
-        return record
     if record is None:
         raise ApiError("AUTHORIZATION_CODE_INVALID", 401, "Unknown payment code; exchange the "
                        "summary code for a new one.")

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.requests import Request
@@ -50,8 +50,11 @@ from payments.slugs import is_valid_slug
 OWNER_PROOF_MAX_AGE_SECONDS = 300
 
 
+_APP_BY_SLUG = select(App).where(App.slug == bindparam("slug"))
+
+
 def app_by_slug(session: Session, slug: str) -> App:
-    app = session.scalar(select(App).where(App.slug == slug)) if is_valid_slug(slug) else None
+    app = session.scalar(_APP_BY_SLUG, {"slug": slug}) if is_valid_slug(slug) else None
     if app is None:
         raise ApiError("app_not_found", 404, f"No app '{slug}'.")
     return app

@@ -8,7 +8,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.requests import Request
@@ -40,6 +40,9 @@ from payments.ledger.proofs import sign_payment_proof
 from payments.ledger.return_urls import check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
 from payments.models import App, Pricing, Product, ProductStatus, RuntimeStatus
+
+_PRODUCT_BY_SLUG = select(Product).where(Product.app_id == bindparam("app_id"),
+                                         Product.slug == bindparam("slug"))
 
 
 def charge_response(recorded: Recorded, authorization: Authorization,
@@ -116,9 +119,8 @@ class PaymentRoutes:
             stored = idempotency.replay(session, app.id, "pay", key, request_hash, now)
             if stored is not None:
                 return stored.status, stored.body, code_audience(session, code)
-            product = session.scalar(select(Product).where(
-                Product.app_id == app.id, Product.slug == product_slug)) if nameable(
-                product_slug) else None
+            product = session.scalar(_PRODUCT_BY_SLUG, {"app_id": app.id, "slug": product_slug}
+                                     ) if nameable(product_slug) else None
             if product is None or product.status != ProductStatus.ACTIVE:
                 raise ApiError("product_not_found", 404, f"No active product '{product_slug}' "
                                f"in app '{app_slug}'.")

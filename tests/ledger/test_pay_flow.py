@@ -59,7 +59,23 @@ def test_authorize_exchange_pay(world: PayWorld) -> None:
         event = session.scalars(select(WebhookEvent)).one()
         assert event.type == "payment.delivered"
         assert event.payload["delivery"]["deliveryId"] == body["deliveryId"]
-        assert session.scalars(select(WebhookAttempt)).one().status.value == "pending"
+        attempt = session.scalars(select(WebhookAttempt)).one()
+        assert (attempt.status.value, attempt.attempt_count, attempt.signed,
+                attempt.response_status, attempt.event_id) == ("pending", 0, False, None,
+                                                               event.id)
+        # The hot path writes these rows with Core statements: every column as the model
+        # would have written it.
+        charge = session.scalars(select(Charge)).one()
+        assert (charge.settlement_status.value, charge.batch_id, charge.settlement_tx_hash,
+                charge.source, charge.amount_atomic, charge.owner_wallet, charge.settled_at) == (
+            "queued", None, None, "product_route", 10_000, user.address.lower(), None)
+        row = session.scalars(select(Delivery)).one()
+        assert (row.id, row.charge_seq, row.status.value, row.fulfilled, row.wallet_address,
+                row.developer_user_id, row.delivered_at is not None) == (
+            body["deliveryId"], charge.seq, "delivered", False, user.address.lower(),
+            "user-1", True)
+        assert event.delivery_id == row.id and event.id.startswith("zevt_")
+        assert attempt.id.startswith("zwha_")
 
 
 def test_payment_code_needs_the_summary_origin(world: PayWorld) -> None:
