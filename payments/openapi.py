@@ -9,6 +9,7 @@ from typing import Any
 
 from payments.developer.openapi import SECURITY_SCHEMES, developer_paths
 from payments.ledger import openapi as ledger
+from payments.runtime import openapi as runtime
 
 ERROR = {
     "type": "object", "required": ["code", "message"],
@@ -39,7 +40,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
                                 "as integer strings. See also `docs/payments.md`."},
         "servers": [{"url": base_url}],
         "components": {
-            "schemas": {"Error": ERROR, **ledger.COMPONENT_SCHEMAS,
+            "schemas": {"Error": ERROR, **ledger.COMPONENT_SCHEMAS, **runtime.COMPONENT_SCHEMAS,
                         "WebhookEvent": ledger.webhook_event_schema()},
             "responses": {"Error": {"description": "an error in the envelope", "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
@@ -59,6 +60,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
                 },
             }},
             **developer_paths(),
+            **runtime.runtime_paths(),
             **ledger.ledger_paths(),
         },
         "webhooks": ledger.ledger_webhooks(),

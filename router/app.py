@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from datetime import timedelta
@@ -19,6 +20,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from manifest import schema as manifest_schema
+from manifest.fetch import FetchLimits, OriginClient
+from manifest.url_policy import DnsResolver, UrlPolicy
 from payments import migrate
 from payments.chain.params import ChainParams, in_process_params
 from payments.db import make_engine, make_sessionmaker
@@ -36,6 +40,7 @@ from payments.ledger.session_lookups import SessionLookups
 from payments.mail import CapturingMailer, Mailer, SmtpMailer
 from payments.models import App
 from payments.ratelimit import InMemoryRateLimiter, RedisRateLimiter
+from payments.runtime.api import RuntimeApi, RuntimeServices
 from portal.routes import legacy_launch_routes, portal_routes
 from router.app_directory import AppDirectory
 from router.chain import open_chain, start_workers
@@ -187,6 +192,25 @@ def developer_services(settings: Settings, resources: Resources,
     )
 
 
+def runtime_services(settings: Settings, resources: Resources, developer: DeveloperServices,
+                     ssl_context: ssl.SSLContext | None = None) -> RuntimeServices:
+    """Runtime verification: the shared origin policy, DNS, and whose certificates count
+    (the system's trust store unless a test passes its own CA)."""
+    nameserver, port = settings.dns_nameserver or (None, 53)
+    resolver = DnsResolver(nameserver, port, timeout=settings.runtime_fetch_timeout)
+    client = OriginClient(UrlPolicy.from_settings(settings), resolver,
+                          ssl_context or ssl.create_default_context(),
+                          FetchLimits(timeout=settings.runtime_fetch_timeout,
+                                      max_body_bytes=settings.runtime_manifest_max_bytes))
+
+    async def publish(slug: str) -> None:
+        await resources.change_bus().publish(slug)
+
+    return RuntimeServices(developer=developer, client=client,
+                           runtime_url=settings.runtime_url, apps_domain=settings.apps_domain,
+                           publish=publish, verifiers=anyio.CapacityLimiter(8))
+
+
 def chain_params(settings: Settings) -> ChainParams:
     if settings.chain_backend == "in_process":
         return in_process_params()
@@ -209,8 +233,8 @@ def ledger_config(settings: Settings) -> LedgerConfig:
     )
 
 
-def _api_host(settings: Settings, resources: Resources,
-              developer: DeveloperServices) -> Starlette:
+def _api_host(settings: Settings, resources: Resources, developer: DeveloperServices,
+              runtime: RuntimeServices) -> Starlette:
     api = DeveloperApi(developer, settings.runtime_url, accept_session=False)
     config = ledger_config(settings)
     cors = Cors(origin_of(settings.portal_url), settings.apps_domain, settings.apps_scheme)
@@ -218,17 +242,20 @@ def _api_host(settings: Settings, resources: Resources,
         Route("/healthz", healthz, methods=["GET", "HEAD"]),
         Route("/statusz", Status(settings, resources).endpoint, methods=["GET", "HEAD"]),
         *api.routes(),
+        *RuntimeApi(runtime, accept_session=False).routes(),
         *AuthorizationRoutes(developer, config, cors).routes(),
         *PaymentRoutes(developer, config, cors).routes(),
     ], exception_handlers=EXCEPTION_HANDLERS)
 
 
-def _console_host(settings: Settings, developer: DeveloperServices) -> Starlette:
+def _console_host(settings: Settings, developer: DeveloperServices,
+                  runtime: RuntimeServices) -> Starlette:
     from portal.console.routes import console_routes
 
     api = DeveloperApi(developer, settings.runtime_url, accept_session=True)
     lookups = SessionLookups(developer, chain_params(settings))
     return Starlette(routes=[*console_routes(developer, settings.runtime_url), *api.routes(),
+                             *RuntimeApi(runtime, accept_session=True).routes(),
                              *lookups.routes()],
                      exception_handlers=EXCEPTION_HANDLERS)
 
@@ -242,7 +269,9 @@ def _docs_host(settings: Settings) -> Starlette:
 
     def schema_route(name: str) -> Route:
         # Built once: the packaged file with this deployment's {docs_url} as its $id.
-        body = schemas.published_schema(name, settings.docs_url)
+        body = (manifest_schema.published_schema(settings.docs_url)
+                if name == manifest_schema.FILE_NAME
+                else schemas.published_schema(name, settings.docs_url))
 
         async def serve(request: object) -> JSONResponse:
             return JSONResponse(body, media_type=schemas.MEDIA_TYPE,
@@ -251,22 +280,27 @@ def _docs_host(settings: Settings) -> Starlette:
         return Route(f"/{name}", serve, methods=["GET", "HEAD"])
 
     return Starlette(routes=[Route("/openapi.json", openapi, methods=["GET", "HEAD"]),
-                             *(schema_route(name) for name in schemas.SCHEMA_FILES)],
+                             *(schema_route(name) for name in schemas.SCHEMA_FILES),
+                             schema_route(manifest_schema.FILE_NAME)],
                      exception_handlers=EXCEPTION_HANDLERS)
 
 
 def create_app(settings: Settings, *, mailer: Mailer | None = None,
-               developer_overrides: Mapping[str, Any] | None = None) -> Service:
+               developer_overrides: Mapping[str, Any] | None = None,
+               runtime_ssl_context: ssl.SSLContext | None = None) -> Service:
     """The service. ``developer_overrides`` replaces fields of :class:`DeveloperServices`
-    (a clock, rate limits, a limiter) for tests that must not wait for real time."""
+    (a clock, rate limits, a limiter) for tests that must not wait for real time;
+    ``runtime_ssl_context`` decides whose certificates runtime verification trusts
+    (default: the system's; tests pass their own CA)."""
     resources = Resources()
     developer = developer_services(settings, resources, mailer or make_mailer(settings))
     if developer_overrides:
         developer = replace(developer, **developer_overrides)
+    runtime = runtime_services(settings, resources, developer, runtime_ssl_context)
     hosts: dict[HostKind, ASGIApp] = {
-        HostKind.API: _api_host(settings, resources, developer),
+        HostKind.API: _api_host(settings, resources, developer, runtime),
         HostKind.PORTAL: Starlette(routes=portal_routes(resources.session_factory)),
-        HostKind.CONSOLE: _console_host(settings, developer),
+        HostKind.CONSOLE: _console_host(settings, developer, runtime),
         HostKind.DOCS: _docs_host(settings),
         HostKind.LEGACY_LAUNCH: Starlette(routes=legacy_launch_routes(settings.portal_url)),
     }

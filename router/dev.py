@@ -12,6 +12,7 @@ from payments.models import (
     App,
     AppType,
     DomainRequestStatus,
+    HostedReviewStatus,
     ListingStatus,
     PayToStatus,
     RuntimeStatus,
@@ -41,8 +42,11 @@ def seed_demo(sessions: sessionmaker[Session], origin: str) -> str:
         app.recipient_allowlist_status = AllowlistStatus.ALLOWED
         app.portal_listing_status = ListingStatus.LISTED
         app.runtime_origin = origin
+        # Served as if verified and approved: the gate needs an active runtime and an
+        # approved domain in dev too (spec 3.1). Its origin passes a real verification.
         app.runtime_status = RuntimeStatus.ACTIVE
         app.runtime_domain_request_status = DomainRequestStatus.APPROVED
+        app.hosted_review_status = HostedReviewStatus.APPROVED
         existing = {p.template for p in app.products}
         for template in DEMO_TEMPLATES:
             if template not in existing:

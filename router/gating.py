@@ -1,8 +1,13 @@
-"""Whether a runtime host may be proxied, and why not: a pure decision over app state."""
+"""Whether a runtime host may be proxied, and why not: a pure decision over app state.
+
+The decision is made once per cached :class:`RuntimeRoute` (the app directory keeps routes
+until the app changes), so the proxy's hot path reads one attribute per request.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from payments.models import App, AppStatus, DomainRequestStatus, RuntimeStatus
@@ -23,6 +28,7 @@ class RuntimeRoute:
     entry_path: str
     app_path: str
     checks: tuple[dict[str, Any], ...] = field(default=())
+    checked_at: str | None = None  # when the last verification ran (ISO 8601)
 
     @classmethod
     def from_app(cls, app: App) -> RuntimeRoute:
@@ -33,7 +39,12 @@ class RuntimeRoute:
             kill_switch=app.kill_switch, entry_path=app.runtime_entry_path or "/",
             app_path=app.runtime_app_path or "/",
             checks=tuple(c for c in app.runtime_checks if isinstance(c, dict)),
+            checked_at=app.runtime_checked_at.isoformat() if app.runtime_checked_at else None,
         )
+
+    @cached_property
+    def decision(self) -> Gate:
+        return _decide(self)
 
 
 @dataclass(frozen=True)
@@ -43,14 +54,20 @@ class Gate:
     reasons: tuple[str, ...] = ()
 
 
-def gate(route: RuntimeRoute | None, *, require_domain_approval: bool) -> Gate:
-    """Open only for an existing, active app with an active runtime and no kill switch.
+NOT_FOUND = Gate(False, 404, ("No app uses this address.",))
 
-    Outside dev the runtime hostname is public only after an operator approved the
-    domain request (spec 3.1); dev serves every verified runtime on `*.apps.localhost`.
+
+def gate(route: RuntimeRoute | None) -> Gate:
+    """Open only for an existing, active app with a verified (``active``) runtime, a saved
+    origin, an approved domain request and no kill switch.
+
+    The exact hostname becomes public only after an operator approved the domain request
+    (spec 3.1), in dev as everywhere: dev seeds its demo app approved.
     """
-    if route is None:
-        return Gate(False, 404, ("No app uses this address.",))
+    return NOT_FOUND if route is None else route.decision
+
+
+def _decide(route: RuntimeRoute) -> Gate:
     reasons: list[str] = []
     if route.kill_switch:
         reasons.append("The app has been paused by the service operators.")
@@ -60,7 +77,7 @@ def gate(route: RuntimeRoute | None, *, require_domain_approval: bool) -> Gate:
         reasons.append(_RUNTIME_REASONS.get(route.runtime_status, route.runtime_status))
     if not route.origin:
         reasons.append("No runtime origin has been saved for this app.")
-    if require_domain_approval and route.domain_status != DomainRequestStatus.APPROVED:
+    if route.domain_status != DomainRequestStatus.APPROVED:
         reasons.append(_DOMAIN_REASONS.get(route.domain_status, route.domain_status))
     if reasons:
         return Gate(False, 503, tuple(reasons))

@@ -50,19 +50,17 @@ def render(title: str, body_html: str, status: int,
 
 
 def setup_page(slug: str, route: RuntimeRoute | None, decision: Gate) -> HTMLResponse:
-    """The page a visitor (and the developer) sees when a runtime is not being served."""
+    """The page a visitor (and the developer) sees when a runtime is not being served.
+
+    It shows the runtime's public state and the last verification's checks by rule and
+    fix; never the origin, the values a check saw, or any secret (anyone can open it).
+    """
     if route is None:
         return render("App not found", (
             f"<h1>There is no app at this address</h1>"
             f"<p>No app is registered with the slug <code>{escape(slug)}</code>. "
             "Check the link you followed.</p>"), 404)
     reasons = "".join(f"<li>{escape(r)}</li>" for r in decision.reasons)
-    checks = "".join(
-        f"<li class=\"{'pass' if c.get('passed') else 'fail'}\">"
-        f"{'Passed' if c.get('passed') else 'Failed'}: {escape(str(c.get('rule', '')))}"
-        + (f" <small>{escape(str(c.get('fix')))}</small>" if c.get("fix") else "")
-        + "</li>" for c in route.checks)
-    checks_html = f"<h2>Last verification</h2><ul>{checks}</ul>" if checks else ""
     return render(f"{route.name} is not available", (
         f"<h1>{escape(route.name)} is not available right now</h1>"
         "<p>This app is not being served at the moment. Please try again later.</p>"
@@ -70,8 +68,26 @@ def setup_page(slug: str, route: RuntimeRoute | None, decision: Gate) -> HTMLRes
         f"<dt>App</dt><dd><code>{escape(route.slug)}</code></dd>"
         f"<dt>Runtime status</dt><dd><code>{escape(route.runtime_status)}</code></dd>"
         f"<dt>Domain request</dt><dd><code>{escape(route.domain_status)}</code></dd>"
-        f"</dl><ul>{reasons}</ul>{checks_html}"), decision.status,
+        f"</dl><ul>{reasons}</ul>{_checks_html(route)}"), decision.status,
         headers={"retry-after": "60"} if decision.status == 503 else None)
+
+
+def _checks_html(route: RuntimeRoute) -> str:
+    if not route.checks:
+        return ""
+    failed = [c for c in route.checks if not c.get("passed")]
+    passed = len(route.checks) - len(failed)
+    when = (f" <small>({escape(route.checked_at)})</small>" if route.checked_at else "")
+    items = "".join(
+        f"<li class=\"fail\">Failed: {escape(str(c.get('rule', '')))}"
+        + (f" <small>{escape(str(c.get('fix')))}</small>" if c.get("fix") else "")
+        + "</li>" for c in failed)
+    summary = (f"<p class=\"pass\">Passed: {passed} of {len(route.checks)} checks.</p>"
+               if passed else "")
+    return (f"<h2>Last verification{when}</h2>{summary}"
+            + (f"<ul>{items}</ul>" if items else "")
+            + "<p><small>Run <code>svc runtime verify</code> for the values each check saw."
+              "</small></p>")
 
 
 def gateway_page(status: int, name: str, why: str,

@@ -44,7 +44,7 @@ class RuntimeHost:
         if scope["type"] == "http" and scope["path"].rstrip("/") == AUTH_RETURN_PATH:
             await self._auth_return(scope, receive, send, slug, route)
             return
-        decision = gate(route, require_domain_approval=not self._settings.dev)
+        decision = gate(route)
         if scope["type"] == "websocket":
             if decision.open and route is not None:
                 await self._ws(scope, receive, send, route)
@@ -59,7 +59,7 @@ class RuntimeHost:
     async def _auth_return(self, scope: Scope, receive: Receive, send: Send, slug: str,
                            route: RuntimeRoute | None) -> None:
         if route is None:
-            decision = gate(None, require_domain_approval=False)
+            decision = gate(None)
             await setup_page(slug, None, decision)(scope, receive, send)
             return
         if scope["method"] not in ("GET", "HEAD"):

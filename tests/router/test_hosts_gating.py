@@ -102,25 +102,30 @@ def test_setup_page_lists_failed_checks_without_secrets(
     assert "127.0.0.1:9" not in response.text
 
 
-def test_domain_approval_required_outside_dev(
+@pytest.mark.parametrize("domain", [DomainRequestStatus.NOT_REQUESTED,
+                                    DomainRequestStatus.PENDING_MANUAL_DNS,
+                                    DomainRequestStatus.REJECTED])
+def test_domain_approval_required_in_every_mode(
     start_router: RouterFactory, sessions: sessionmaker[Session],
-    counting_origin: tuple[AiohttpServer, CountingOrigin],
+    counting_origin: tuple[AiohttpServer, CountingOrigin], domain: DomainRequestStatus,
 ) -> None:
+    """Spec 3.1: the exact hostname becomes public only after approval, dev included."""
     server, origin = counting_origin
-    add_app(sessions, "game", server.url,
-            runtime_domain_request_status=DomainRequestStatus.PENDING_MANUAL_DNS)
+    add_app(sessions, "game", server.url, runtime_domain_request_status=domain)
     production = {"mode": "production", "allow_private_origins": False,
                   "base_url": "https://api.example.com", "portal_url": "https://portal.example.com",
                   "console_url": "https://console.example.com",
                   "docs_url": "https://docs.example.com", "apps_scheme": "https",
                   "smtp_host": "127.0.0.1", "secret_key": "k" * 40}
-    with start_router(**production) as router:
-        response = get(router.url, router.host("game"))
-    assert response.status_code == 503
-    assert "waiting for operator approval" in response.text
+    reason = {DomainRequestStatus.NOT_REQUESTED: "has not been requested",
+              DomainRequestStatus.PENDING_MANUAL_DNS: "waiting for operator approval",
+              DomainRequestStatus.REJECTED: "was rejected"}[domain]
+    for overrides in (production, {}):
+        with start_router(**overrides) as router:
+            response = get(router.url, router.host("game"))
+        assert response.status_code == 503
+        assert reason in response.text
     assert origin.requests == []
-    with start_router() as router:  # dev serves verified runtimes without the DNS step
-        assert get(router.url, router.host("game")).text == "from origin"
 
 
 def test_legacy_redirects_and_hosted_entry(
