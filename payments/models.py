@@ -22,6 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 import payments.chain.models
 import payments.developer.models
 import payments.ledger.models
+import payments.portal.models
 import payments.runtime.models  # noqa: F401
 from payments.db import Base, UtcDateTime, enum_column, utcnow
 from payments.ids import IdPrefix, new_id

@@ -1,28 +1,32 @@
-"""The portal host: hosted entry profiles and the legacy redirects of spec 1.1."""
+"""The portal host: hosted entry, authorize, account, their JSON endpoints, our static
+files and the runtime modal SDK, plus the legacy redirects of spec 1.1.
+
+Paths are chosen so no app slug can shadow them: ``/api``, ``/assets``, ``/authorize``
+and ``/account`` are reserved slugs (spec 1.2 rule 3), and ``/sdk/svc-modal.js`` has two
+segments where a hosted entry has one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from html import escape
-
-from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload, sessionmaker
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from payments.models import App, AppStatus, ListingStatus, ProductStatus
-from payments.slugs import is_valid_slug
-from router.pages import render
+from payments.errors import ApiError, handle_api_error, handle_http_exception, handle_unexpected
+from payments.ledger.return_urls import origin_of
+from portal.account_page import AccountPage
+from portal.api_account import AccountApi
+from portal.api_wallet import WalletApi
+from portal.assets import Assets
+from portal.authorize import AuthorizePage
+from portal.config import PortalConfig
+from portal.hosted import PublicPages
+from portal.layout import Shell
+from portal.money import format_usdc as format_usdc  # re-exported for the console pages
 
-Sessions = Callable[[], sessionmaker[Session]]
-
-
-def format_usdc(atomic: int) -> str:
-    """6-decimal atomic units as a USDC amount with at least two decimals: 10000 -> 0.01."""
-    whole, frac = divmod(atomic, 1_000_000)
-    digits = f"{frac:06d}".rstrip("0")
-    return f"{whole}.{digits.ljust(2, '0')}"
+GET = ["GET", "HEAD"]
 
 
 def legacy_app_redirect(request: Request) -> Response:
@@ -33,37 +37,38 @@ def legacy_app_redirect(request: Request) -> Response:
     return RedirectResponse(url, status_code=301)
 
 
-def hosted_entry(sessions: Sessions) -> Callable[[Request], HTMLResponse]:
-    def page(request: Request) -> HTMLResponse:
-        slug = request.path_params["slug"]
-        app = None
-        if is_valid_slug(slug):
-            with sessions()() as session:
-                app = session.scalar(select(App).where(App.slug == slug)
-                                     .options(selectinload(App.products)))
-        listed = (app is not None and app.status == AppStatus.ACTIVE and not app.kill_switch
-                  and app.portal_listing_status == ListingStatus.LISTED)
-        if app is None or not listed:
-            return render("App not found", "<h1>This app is not listed</h1><p>No public app "
-                          "has this address.</p>", 404)
-        products = "".join(
-            f"<li><strong>{escape(p.name)}</strong> &middot; {format_usdc(p.price_atomic)} USDC"
-            "</li>" for p in sorted(app.products, key=lambda p: p.price_atomic)
-            if p.status == ProductStatus.ACTIVE)
-        tags = ", ".join(escape(t) for t in app.tags)
-        return render(app.name, (
-            f"<h1>{escape(app.name)}</h1><p>{escape(app.headline)}</p>"
-            f"<dl><dt>Type</dt><dd>{escape(app.type.value)}</dd>"
-            f"<dt>Tags</dt><dd>{tags or '&mdash;'}</dd></dl>"
-            f"<h2>Products</h2><ul>{products or '<li>No products yet.</li>'}</ul>"), 200)
-    return page
+def portal_app(config: PortalConfig) -> Starlette:
+    assets = Assets({"portalUrl": config.portal_url, "baseUrl": config.base_url})
+    shell = Shell(assets, origin_of(config.base_url), config.dev)
+    public = PublicPages(config, shell)
 
+    async def not_found(request: Request, exc: Exception) -> Response:
+        # JSON for the API paths, a page for people everywhere else.
+        if request.url.path.startswith("/api/"):
+            return await handle_http_exception(request, exc)
+        assert isinstance(exc, HTTPException)
+        return shell.message("Not found" if exc.status_code == 404 else "Not allowed",
+                             "There is nothing at this address.", exc.status_code)
 
-def portal_routes(sessions: Sessions) -> list[Route]:
-    return [
-        Route("/app/{slug}", legacy_app_redirect, methods=["GET", "HEAD"]),
-        Route("/{slug}", hosted_entry(sessions), methods=["GET", "HEAD"]),
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        if request.url.path.startswith("/api/"):
+            return await handle_unexpected(request, exc)
+        return shell.message("Something went wrong", "The portal could not show this page. "
+                             "It has been logged; try again later.", 500)
+
+    routes = [
+        Route("/", public.home, methods=GET),
+        Route("/authorize", AuthorizePage(config, shell).show, methods=GET),
+        Route("/account", AccountPage(config, shell).show, methods=GET),
+        Route("/assets/{name}", assets.serve, methods=GET),
+        Route("/sdk/svc-modal.js", assets.serve_sdk, methods=GET),
+        *WalletApi(config).routes(),
+        *AccountApi(config).routes(),
+        Route("/app/{slug}", legacy_app_redirect, methods=GET),
+        Route("/{slug}", public.hosted_entry, methods=GET),
     ]
+    return Starlette(routes=routes, exception_handlers={
+        ApiError: handle_api_error, HTTPException: not_found, Exception: unexpected})
 
 
 def legacy_launch_routes(portal_url: str) -> list[Route]:

@@ -41,7 +41,8 @@ from payments.mail import CapturingMailer, Mailer, SmtpMailer
 from payments.models import App
 from payments.ratelimit import InMemoryRateLimiter, RedisRateLimiter
 from payments.runtime.api import RuntimeApi, RuntimeServices
-from portal.routes import legacy_launch_routes, portal_routes
+from portal.config import PortalConfig
+from portal.routes import legacy_launch_routes, portal_app
 from router.app_directory import AppDirectory
 from router.chain import open_chain, start_workers
 from router.gating import RuntimeRoute
@@ -248,6 +249,12 @@ def _api_host(settings: Settings, resources: Resources, developer: DeveloperServ
     ], exception_handlers=EXCEPTION_HANDLERS)
 
 
+def _portal_host(settings: Settings, resources: Resources,
+                 developer: DeveloperServices) -> Starlette:
+    return portal_app(PortalConfig(services=developer, ledger=ledger_config(settings),
+                                   dev=settings.dev, chain=lambda: resources.chain))
+
+
 def _console_host(settings: Settings, developer: DeveloperServices,
                   runtime: RuntimeServices) -> Starlette:
     from portal.console.routes import console_routes
@@ -299,7 +306,7 @@ def create_app(settings: Settings, *, mailer: Mailer | None = None,
     runtime = runtime_services(settings, resources, developer, runtime_ssl_context)
     hosts: dict[HostKind, ASGIApp] = {
         HostKind.API: _api_host(settings, resources, developer, runtime),
-        HostKind.PORTAL: Starlette(routes=portal_routes(resources.session_factory)),
+        HostKind.PORTAL: _portal_host(settings, resources, developer),
         HostKind.CONSOLE: _console_host(settings, developer, runtime),
         HostKind.DOCS: _docs_host(settings),
         HostKind.LEGACY_LAUNCH: Starlette(routes=legacy_launch_routes(settings.portal_url)),

@@ -193,6 +193,10 @@ class Web3Chain:
     def permit_nonce(self, owner: str) -> int:
         return int(self._read(self.token.functions.nonces(to_checksum_address(owner)).call))
 
+    def usdc_balance(self, owner: str) -> int:
+        fn = self.token.functions.balanceOf(to_checksum_address(owner))
+        return int(self._read(fn.call))
+
     def readiness(self) -> Readiness:
         try:
             return self._read(self._readiness)

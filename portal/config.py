@@ -1,0 +1,44 @@
+"""What the portal host needs, passed in by the composition root (``router/app.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from payments.chain.gateway import ChainGateway
+from payments.chain.params import ChainParams
+from payments.developer.services import DeveloperServices
+from payments.ledger.config import LedgerConfig
+from payments.ledger.return_urls import origin_of
+
+
+@dataclass(frozen=True)
+class PortalConfig:
+    services: DeveloperServices  # units of work (``run``) and the clock
+    ledger: LedgerConfig
+    dev: bool  # dev mode: the dev wallet exists; never outside dev
+    chain: Callable[[], ChainGateway | None]  # opened by the lifespan; None without a node
+
+    @property
+    def portal_url(self) -> str:
+        return self.ledger.portal_url
+
+    @property
+    def portal_origin(self) -> str:
+        return origin_of(self.ledger.portal_url)
+
+    @property
+    def base_url(self) -> str:
+        return self.ledger.base_url
+
+    @property
+    def params(self) -> ChainParams:
+        return self.ledger.params
+
+    @property
+    def secret_key(self) -> str:
+        return self.ledger.secret_key
+
+    @property
+    def secure_cookies(self) -> bool:
+        return self.services.secure_cookies
