@@ -23,7 +23,8 @@ import payments.chain.models
 import payments.developer.models
 import payments.ledger.models
 import payments.portal.models
-import payments.runtime.models  # noqa: F401
+import payments.runtime.models
+import payments.webhooks.models  # noqa: F401
 from payments.db import Base, UtcDateTime, enum_column, utcnow
 from payments.ids import IdPrefix, new_id
 

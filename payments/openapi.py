@@ -10,6 +10,7 @@ from typing import Any
 from payments.developer.openapi import SECURITY_SCHEMES, developer_paths
 from payments.ledger import openapi as ledger
 from payments.runtime import openapi as runtime
+from payments.webhooks import openapi as webhooks
 
 ERROR = {
     "type": "object", "required": ["code", "message"],
@@ -41,6 +42,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
         "servers": [{"url": base_url}],
         "components": {
             "schemas": {"Error": ERROR, **ledger.COMPONENT_SCHEMAS, **runtime.COMPONENT_SCHEMAS,
+                        **webhooks.COMPONENT_SCHEMAS,
                         "WebhookEvent": ledger.webhook_event_schema()},
             "responses": {"Error": {"description": "an error in the envelope", "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
@@ -61,7 +63,8 @@ def openapi_document(base_url: str) -> dict[str, Any]:
             }},
             **developer_paths(),
             **runtime.runtime_paths(),
+            **webhooks.webhook_paths(),
             **ledger.ledger_paths(),
         },
-        "webhooks": ledger.ledger_webhooks(),
+        "webhooks": {**ledger.ledger_webhooks(), **webhooks.legacy_webhooks()},
     }

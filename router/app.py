@@ -41,6 +41,7 @@ from payments.mail import CapturingMailer, Mailer, SmtpMailer
 from payments.models import App
 from payments.ratelimit import InMemoryRateLimiter, RedisRateLimiter
 from payments.runtime.api import RuntimeApi, RuntimeServices
+from payments.webhooks.api import WebhookApi
 from portal.config import PortalConfig
 from portal.routes import legacy_launch_routes, portal_app
 from router.app_directory import AppDirectory
@@ -55,6 +56,7 @@ from router.resources import Resources
 from router.runtime_host import RuntimeHost
 from router.settings import Settings
 from router.upstream import make_session
+from router.webhooks import WebhookWorkers, webhook_services
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +158,13 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
                                                   sessions)
         if resources.chain is not None and settings.chain_workers:
             resources.workers = start_workers(settings, sessions, resources.chain)
+        if settings.webhook_workers:
+            resources.webhooks = await WebhookWorkers.start(settings, engine, sessions)
         yield resources
     finally:
+        if resources.webhooks is not None:
+            await resources.webhooks.stop()  # in-flight requests get a grace, the rest go back
+            resources.webhooks = None
         if resources.workers is not None:
             await resources.workers.stop()  # lets a running cycle finish with the engine
         if resources.http is not None:
@@ -244,6 +251,8 @@ def _api_host(settings: Settings, resources: Resources, developer: DeveloperServ
         Route("/statusz", Status(settings, resources).endpoint, methods=["GET", "HEAD"]),
         *api.routes(),
         *RuntimeApi(runtime, accept_session=False).routes(),
+        *WebhookApi(webhook_services(settings, developer, chain_params(settings)),
+                    accept_session=False).routes(),
         *AuthorizationRoutes(developer, config, cors).routes(),
         *PaymentRoutes(developer, config, cors).routes(),
     ], exception_handlers=EXCEPTION_HANDLERS)
@@ -263,6 +272,9 @@ def _console_host(settings: Settings, developer: DeveloperServices,
     lookups = SessionLookups(developer, chain_params(settings))
     return Starlette(routes=[*console_routes(developer, settings.runtime_url), *api.routes(),
                              *RuntimeApi(runtime, accept_session=True).routes(),
+                             *WebhookApi(webhook_services(settings, developer,
+                                                          chain_params(settings)),
+                                         accept_session=True).routes(),
                              *lookups.routes()],
                      exception_handlers=EXCEPTION_HANDLERS)
 

@@ -14,6 +14,7 @@ from payments.chain.workers import BackgroundWorkers
 from payments.ratelimit import RateLimiter
 from router.app_directory import AppDirectory
 from router.invalidation import ChangeBus
+from router.webhooks import WebhookWorkers
 
 
 class NotStarted(RuntimeError):
@@ -31,6 +32,7 @@ class Resources:
     limiter: RateLimiter | None = None
     chain: ChainGateway | None = None
     workers: BackgroundWorkers | None = None
+    webhooks: WebhookWorkers | None = None
     closers: list[object] = field(default_factory=list)
 
     def session_factory(self) -> sessionmaker[Session]:

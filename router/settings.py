@@ -103,6 +103,16 @@ class Settings:
     # The router's public addresses: a runtime hostname is approved only when it resolves to
     # these and nothing else (svc-ops domain approve).
     router_addresses: tuple[str, ...] = ()
+    # Webhooks (docs/webhooks.md): the dispatcher runs inside the server unless
+    # `svc-ops webhooks run` processes do it; retry delays after the first request (the
+    # ARCHITECTURE.md schedule; tests shorten it), request timeout, the claim lease (how
+    # soon a killed dispatcher's claims come back), requests in flight, poll fallback.
+    webhook_workers: bool = True
+    webhook_retry_delays: tuple[float, ...] = (5, 300, 1800, 7200, 18000, 36000, 36000)
+    webhook_timeout: float = 15.0
+    webhook_lease_seconds: float = 120.0
+    webhook_max_in_flight: int = 256
+    webhook_poll_interval: float = 1.0
     service_hosts: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -131,6 +141,11 @@ class Settings:
         if self.mode == "production" and not self.smtp_host:
             raise SettingsError(f"production needs mail: set {ENV_PREFIX}SMTP_HOST "
                                 "(verification codes are sent by SMTP)")
+        if any(d < 0 for d in self.webhook_retry_delays):
+            raise SettingsError(f"{ENV_PREFIX}WEBHOOK_RETRY_DELAYS cannot be negative")
+        if self.webhook_lease_seconds < self.webhook_timeout + 10:
+            raise SettingsError(f"{ENV_PREFIX}WEBHOOK_LEASE_SECONDS must exceed "
+                                f"{ENV_PREFIX}WEBHOOK_TIMEOUT by 10 s or more")
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
@@ -258,13 +273,14 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",
                   "handoff_ttl_seconds", "chain_confirmations", "settlement_batch_size",
-                  "runtime_manifest_max_bytes")
+                  "runtime_manifest_max_bytes", "webhook_max_in_flight")
     for name in int_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), int)
     float_fields = ("proxy_connect_timeout", "proxy_read_timeout", "app_cache_ttl_local",
                     "app_cache_ttl_shared", "chain_worker_interval",
-                    "settlement_batch_age_seconds", "runtime_fetch_timeout")
+                    "settlement_batch_age_seconds", "runtime_fetch_timeout",
+                    "webhook_timeout", "webhook_lease_seconds", "webhook_poll_interval")
     for name in float_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), float)
@@ -276,6 +292,12 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         values["smtp_starttls"] = _bool(raw, "SMTP_STARTTLS")
     if (raw := env.get(ENV_PREFIX + "CHAIN_WORKERS")) is not None:
         values["chain_workers"] = _bool(raw, "CHAIN_WORKERS")
+    if (raw := env.get(ENV_PREFIX + "WEBHOOK_WORKERS")) is not None:
+        values["webhook_workers"] = _bool(raw, "WEBHOOK_WORKERS")
+    if (raw := env.get(ENV_PREFIX + "WEBHOOK_RETRY_DELAYS")) is not None:
+        values["webhook_retry_delays"] = tuple(
+            float(_number(p.strip(), "WEBHOOK_RETRY_DELAYS", float))
+            for p in raw.split(",") if p.strip())
     if (raw := env.get(ENV_PREFIX + "ALLOW_PRIVATE_ORIGINS")) is not None:
         values["allow_private_origins"] = _bool(raw, "ALLOW_PRIVATE_ORIGINS")
     elif values.get("mode", overrides.get("mode")) == "production":

@@ -216,13 +216,23 @@ class WebhookEvent(Base):
 class AttemptStatus(StrEnum):
     PENDING = "pending"
     DELIVERED = "delivered"
-    FAILED = "failed"
+    FAILED = "failed"  # every try of the retry schedule failed; a manual retry may revive it
+    SKIPPED = "skipped"  # no enabled endpoint subscribed to the type when it was due
 
 
 class WebhookAttempt(Base):
-    """The outbox row the dispatcher works from (webhook issue)."""
+    """The outbox row the dispatcher works from (payments/webhooks, docs/webhooks.md).
+
+    A claim moves ``next_attempt_at`` forward by the lease and sets ``claim_token``: a
+    dispatcher that dies mid-send loses its claim when the lease passes, and only the
+    holder of the token may record the outcome."""
 
     __tablename__ = "webhook_attempts"
+    __table_args__ = (
+        Index("ix_webhook_attempts_due", "next_attempt_at",
+              sqlite_where=text("status = 'pending'"),
+              postgresql_where=text("status = 'pending'")),
+    )
     id: Mapped[str] = id_column(IdPrefix.WEBHOOK_ATTEMPT)
     event_id: Mapped[str] = mapped_column(ForeignKey("webhook_events.id"), unique=True)
     status: Mapped[AttemptStatus] = mapped_column(enum_column(AttemptStatus),
@@ -232,6 +242,10 @@ class WebhookAttempt(Base):
     response_status: Mapped[int | None] = mapped_column(Integer, default=None)
     signed: Mapped[bool] = mapped_column(Boolean, default=False)
     updated_at: Mapped[datetime] = time_column()
+    claim_token: Mapped[str | None] = mapped_column(String(32), default=None)
+    endpoint_id: Mapped[str | None] = mapped_column(String(48), default=None)
+    last_error: Mapped[str | None] = mapped_column(String(120), default=None)
+    delivered_at: Mapped[datetime | None] = time_column(nullable=True)
 
 
 class ConnectionStatus(StrEnum):

@@ -41,6 +41,9 @@ def router_settings(db_url: str, **overrides: Any) -> Settings:
         # Background settlement would change ledger rows under a test's feet; the chain
         # tests turn it on where they want it.
         chain_workers=False,
+        # Likewise the webhook dispatcher (it would mark events of apps without an endpoint
+        # skipped); the webhook tests and the portal's end-to-end test turn it on.
+        webhook_workers=False,
     )
     return replace(base, **overrides)
 

@@ -1,0 +1,72 @@
+"""Wiring webhooks: URL checks, the secret box, the API's services and the in-server
+dispatcher with its commit hook (docs/webhooks.md)."""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from manifest.url_policy import DnsResolver, UrlPolicy
+from payments.chain.params import ChainParams
+from payments.developer.services import DeveloperServices
+from payments.webhooks.api import WebhookServices
+from payments.webhooks.dispatcher import Dispatcher, DispatchPolicy
+from payments.webhooks.endpoints import UrlChecks
+from payments.webhooks.schedule import RetrySchedule
+from payments.webhooks.sender import Sender
+from payments.webhooks.signing_secrets import SecretBox
+from payments.webhooks.wakeup import CommitWakeup
+from router.settings import Settings
+
+
+def url_checks(settings: Settings) -> UrlChecks:
+    nameserver, port = settings.dns_nameserver or (None, 53)
+    return UrlChecks(UrlPolicy.from_settings(settings), DnsResolver(nameserver, port))
+
+
+def webhook_services(settings: Settings, developer: DeveloperServices,
+                     params: ChainParams) -> WebhookServices:
+    return WebhookServices(developer=developer, checks=url_checks(settings),
+                           box=SecretBox(settings.secret_key), params=params)
+
+
+def make_dispatcher(settings: Settings, sessions: sessionmaker[Session],
+                    ssl_context: ssl.SSLContext | None = None) -> Dispatcher:
+    sender = Sender(url_checks(settings), timeout=settings.webhook_timeout,
+                    ssl_context=ssl_context, max_connections=settings.webhook_max_in_flight)
+    policy = DispatchPolicy(poll_interval=settings.webhook_poll_interval,
+                            max_in_flight=settings.webhook_max_in_flight,
+                            lease=settings.webhook_lease_seconds,
+                            retention=timedelta(days=30))
+    return Dispatcher(sessions, sender, SecretBox(settings.secret_key),
+                      RetrySchedule(settings.webhook_retry_delays), policy)
+
+
+@dataclass
+class WebhookWorkers:
+    """The dispatcher of this process and the hook that wakes it after commits."""
+
+    dispatcher: Dispatcher
+    wakeup: CommitWakeup
+    engine: Engine
+    sessions: sessionmaker[Session]
+
+    @classmethod
+    async def start(cls, settings: Settings, engine: Engine,
+                    sessions: sessionmaker[Session]) -> WebhookWorkers:
+        dispatcher = make_dispatcher(settings, sessions)
+        wakeup = CommitWakeup(dispatcher.wake)
+        wakeup.install(engine, sessions)
+        await dispatcher.start()
+        return cls(dispatcher, wakeup, engine, sessions)
+
+    def wake(self) -> None:
+        self.dispatcher.wake()
+
+    async def stop(self) -> None:
+        self.wakeup.remove(self.engine, self.sessions)
+        await self.dispatcher.stop()
