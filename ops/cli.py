@@ -1,14 +1,16 @@
-"""``svc-ops``: operator commands: database migrations and the chain (``ops.chain``)."""
+"""``svc-ops``: operator commands: database migrations, the chain (``ops.chain``), runtime
+domains and the kill switch (``ops.runtime``), reviews and the audit log (``ops.review``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ops import chain
+from ops import chain, review, runtime
 from payments import migrate
 from payments.chain.gateway import ChainError
 from payments.db import make_engine, make_sessionmaker
+from payments.errors import ApiError
 from router.settings import SettingsError, load_settings
 
 
@@ -21,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
     down.add_argument("revision")
     sub.add_parser("db-revision", help="print the current and latest schema revisions")
     chain.add_parsers(sub)
+    runtime.add_parsers(sub)
+    review.add_parsers(sub)
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
@@ -30,7 +34,14 @@ def main(argv: list[str] | None = None) -> int:
     engine = make_engine(settings.database_url)
     try:
         if args.command in ("allowlist", "chain"):
-            return chain.run(args, settings, make_sessionmaker(engine))
+            code = chain.run(args, settings, make_sessionmaker(engine))
+            if args.command == "allowlist" and args.action in ("add", "remove"):
+                review.record_allowlist_change(args, make_sessionmaker(engine))
+            return code
+        if args.command in ("domain", "kill-switch"):
+            return runtime.run(args, settings, make_sessionmaker(engine))
+        if args.command in ("review", "pay-to", "actions", "notifications"):
+            return review.run(args, settings, make_sessionmaker(engine))
         if args.command == "migrate":
             migrate.upgrade(engine, args.revision)
         elif args.command == "downgrade":
@@ -39,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     except chain.OpsError as exc:
         print(f"svc-ops: {exc}", file=sys.stderr)
         return 2
+    except ApiError as exc:  # an operator decision the state does not allow
+        print(f"svc-ops: {exc.message}", file=sys.stderr)
+        return 1
     except ChainError as exc:  # decoded reverts and node failures; never a key
         print(f"svc-ops: chain: {exc}", file=sys.stderr)
         return 1

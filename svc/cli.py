@@ -1,7 +1,8 @@
 """``svc``: the developer CLI (spec 4.10). Its command groups arrive issue by issue.
 
-Exit codes: 0 success, 1 refused or not completed, 2 usage, 3 the grant lacks a scope
-(or is for another app), 4 not signed in or the grant expired, 5 service unreachable.
+Exit codes: 0 success, 1 refused or not completed (e.g. a runtime verification with a
+failed check), 2 usage, 3 the grant lacks a scope (or is for another app), 4 not signed in
+or the grant expired, 5 service unreachable.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable
 
 from svc import __version__
 from svc.client import ApiFailure, ServiceUnreachable
-from svc.commands import apps, auth
+from svc.commands import apps, auth, runtime
 from svc.errors import CliError, ExitCode, for_api_failure
 from svc.output import Output
 from svc.ttl import parse_ttl
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the API origin (else SVC_API_URL, svc.toml api_url, the grant's)")
     _auth_commands(groups, common)
     _app_commands(groups, common)
+    _runtime_commands(groups, common)
     return parser
 
 
@@ -95,6 +97,33 @@ def _app_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],
     keys.add_parser("list", parents=[common, target],
                     help="list the app's API keys (needs apps:read)").set_defaults(
         run=apps.list_keys)
+
+
+def _runtime_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],
+                      common: argparse.ArgumentParser) -> None:
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--app", metavar="SLUG", help="app slug (else svc.toml, the grant's)")
+    group = groups.add_parser("runtime", help="the app runtime (Worker Quick Launch)")
+    commands = group.add_subparsers(metavar="COMMAND", required=True)
+    configure = commands.add_parser(
+        "configure", parents=[common, target],
+        help="save the runtime origin and paths (needs runtime:write)")
+    configure.add_argument("--origin", metavar="URL",
+                           help="your deployed HTTPS origin (else [runtime] origin in svc.toml)")
+    configure.add_argument("--app-path", default="/", metavar="PATH",
+                           help="the runtime app path (default /)")
+    configure.add_argument("--entry-path", default="/", metavar="PATH",
+                           help="the browser return entry path (default /)")
+    configure.set_defaults(run=runtime.configure)
+    for name, run, text in (
+            ("verify", runtime.verify, "check the manifest and routes; active when all pass"),
+            ("request-domain", runtime.request_domain,
+             "ask for https://<app-slug>.{apps_domain} (after activation)"),
+            ("disable", runtime.disable, "stop serving the runtime"),
+            ("status", runtime.status, "show the runtime and its last verification")):
+        scope = "apps:read" if name == "status" else "runtime:write"
+        commands.add_parser(name, parents=[common, target],
+                            help=f"{text} (needs {scope})").set_defaults(run=run)
 
 
 def _ttl(text: str) -> int:

@@ -1,0 +1,202 @@
+"""Operator decisions on apps: domains, ``pay_to``, the kill switch, the hosted-app review.
+
+Each function is one unit of work's content: it locks the app row, checks the state allows
+the decision, applies it and writes an :class:`OperatorAction` naming who decided, when,
+and what the decision rested on. Developers cannot reach any of this (spec 5.3 item 2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from manifest.addresses import IPAddress
+from payments.developer.models import (
+    Developer,
+    Membership,
+    NotificationKind,
+    OperatorNotification,
+)
+from payments.errors import ApiError
+from payments.ids import IdPrefix
+from payments.models import App, DomainRequestStatus, HostedReviewStatus, PayToStatus
+from payments.runtime.models import HostingAllowlist, OperatorAction, OperatorActionKind
+from payments.runtime.operations import lock
+from payments.runtime.review import check_approvable, check_categories
+
+MAX_OPERATOR = 120
+
+
+def check_operator(name: str | None) -> str:
+    name = (name or "").strip()
+    if not name or len(name) > MAX_OPERATOR:
+        raise ApiError("operator_required", 422, "Name the operator: --operator NAME (or "
+                       "$USER), at most 120 characters.")
+    return name
+
+
+def record(session: Session, operator: str, action: OperatorActionKind, app: App | None,
+           subject: str, now: datetime, **detail: Any) -> OperatorAction:
+    row = OperatorAction(operator=operator, action=action, app_id=app.id if app else None,
+                         subject=subject[:255], detail=detail, created_at=now)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def find_app(session: Session, ref: str) -> App:
+    column = App.id if ref.startswith(IdPrefix.APP.value) else App.slug
+    app = session.scalar(select(App).where(column == ref))
+    if app is None:
+        raise ApiError("app_not_found", 404, f"No app '{ref}'.")
+    return lock(session, app)
+
+
+def domain_requests(session: Session, status: DomainRequestStatus | None) -> Sequence[App]:
+    query = select(App).where(App.runtime_domain_request_status
+                              != DomainRequestStatus.NOT_REQUESTED)
+    if status is not None:
+        query = query.where(App.runtime_domain_request_status == status)
+    return session.scalars(query.order_by(App.runtime_domain_requested_at, App.slug)).all()
+
+
+def approve_domain(session: Session, app: App, hostname: str, operator: str, now: datetime,
+                   answers: list[IPAddress] | None) -> None:
+    """``answers``: what DNS said for ``hostname`` (checked by the caller), or None when the
+    check was skipped (dev only)."""
+    if app.runtime_domain_request_status is not DomainRequestStatus.PENDING_MANUAL_DNS:
+        raise ApiError("domain_not_pending", 409, f"{app.slug} has no pending domain request "
+                       f"(status {app.runtime_domain_request_status.value}).")
+    if app.hosted_review_status is not HostedReviewStatus.APPROVED:
+        raise ApiError("review_not_approved", 409, f"{app.slug} is a service-hosted app: "
+                       f"approve its hosted-app review first (svc-ops review approve "
+                       f"{app.slug}).")
+    app.runtime_domain_request_status = DomainRequestStatus.APPROVED
+    _handled(session, app, now)
+    record(session, operator, OperatorActionKind.DOMAIN_APPROVED, app, hostname, now,
+           dns=None if answers is None else [str(a) for a in answers],
+           dnsChecked=answers is not None, runtimeStatus=app.runtime_status.value)
+
+
+def reject_domain(session: Session, app: App, hostname: str, operator: str, now: datetime,
+                  reason: str) -> None:
+    if app.runtime_domain_request_status not in (DomainRequestStatus.PENDING_MANUAL_DNS,
+                                                 DomainRequestStatus.APPROVED):
+        raise ApiError("domain_not_pending", 409, f"{app.slug} has no domain request to "
+                       f"reject (status {app.runtime_domain_request_status.value}).")
+    before = app.runtime_domain_request_status
+    app.runtime_domain_request_status = DomainRequestStatus.REJECTED
+    _handled(session, app, now)
+    record(session, operator, OperatorActionKind.DOMAIN_REJECTED, app, hostname, now,
+           reason=reason, was=before.value)
+
+
+def set_kill_switch(session: Session, app: App, operator: str, now: datetime, *, on: bool,
+                    reason: str) -> bool:
+    """Returns whether it changed; an unchanged switch is not recorded again."""
+    if app.kill_switch is on:
+        return False
+    app.kill_switch = on
+    app.kill_switch_reason = reason if on else ""
+    record(session, operator, OperatorActionKind.KILL_SWITCH_ON if on
+           else OperatorActionKind.KILL_SWITCH_OFF, app, app.slug, now, reason=reason)
+    return True
+
+
+def approve_pay_to(session: Session, app: App, operator: str, now: datetime,
+                   address: str) -> None:
+    """``testing`` -> ``approved`` (spec 3.4) for exactly the address the operator saw: a
+    pay_to changed since then starts a new review instead of inheriting this one."""
+    if app.pay_to is None or app.pay_to_status is not PayToStatus.TESTING:
+        raise ApiError("pay_to_not_in_review", 409, f"{app.slug} has no pay_to waiting for "
+                       f"review (status {app.pay_to_status.value}).")
+    if app.pay_to.lower() != address.lower():
+        raise ApiError("pay_to_changed", 409, f"{app.slug}'s pay_to is {app.pay_to}, not "
+                       f"{address}; review the current address.")
+    app.pay_to_status = PayToStatus.APPROVED
+    record(session, operator, OperatorActionKind.PAY_TO_APPROVED, app, app.pay_to, now)
+
+
+def review_queue(session: Session) -> list[tuple[App, bool]]:
+    """Apps waiting for the hosted-app review, allowlisted developers first."""
+    allowlisted = set(session.scalars(select(HostingAllowlist.organization_id)))
+    apps = session.scalars(select(App).where(
+        App.hosted_review_status == HostedReviewStatus.PENDING)
+        .order_by(App.runtime_domain_requested_at, App.slug)).all()
+    ordered = sorted(apps, key=lambda a: a.organization_id not in allowlisted)
+    return [(a, a.organization_id in allowlisted) for a in ordered]
+
+
+def review(session: Session, app: App, operator: str, now: datetime, *, approve: bool,
+           categories: list[str], note: str) -> None:
+    categories = check_categories(categories)
+    if approve:
+        check_approvable(categories, note)
+    app.hosted_review_status = (HostedReviewStatus.APPROVED if approve
+                                else HostedReviewStatus.REJECTED)
+    app.hosted_review_categories = categories
+    app.hosted_review_note = note[:500]
+    record(session, operator, OperatorActionKind.REVIEW_APPROVED if approve
+           else OperatorActionKind.REVIEW_REJECTED, app, app.slug, now,
+           categories=categories, note=note[:500])
+    if not approve and app.runtime_domain_request_status in (
+            DomainRequestStatus.PENDING_MANUAL_DNS, DomainRequestStatus.APPROVED):
+        # A rejected app is not served on our domain, whatever its request said.
+        reject_domain(session, app, app.slug, operator, now, "hosted-app review rejected")
+
+
+def allowlist_developer(session: Session, who: str, operator: str, now: datetime, *,
+                        add: bool, note: str) -> str:
+    """Add (or remove) the organizations of a developer (email or username)."""
+    developer = session.scalar(select(Developer).where(
+        or_(Developer.email == who.lower(), Developer.username == who.lower())))
+    if developer is None:
+        raise ApiError("developer_not_found", 404, f"No developer '{who}'.")
+    orgs = list(session.scalars(select(Membership.organization_id).where(
+        Membership.developer_id == developer.id)))
+    for org in orgs:
+        existing = session.get(HostingAllowlist, org)
+        if add and existing is None:
+            session.add(HostingAllowlist(organization_id=org, added_by=operator, note=note,
+                                         created_at=now))
+        elif not add and existing is not None:
+            session.delete(existing)
+    record(session, operator, OperatorActionKind.DEVELOPER_ALLOWLISTED if add
+           else OperatorActionKind.DEVELOPER_UNLISTED, None, developer.username, now,
+           organizations=orgs, note=note)
+    return developer.username
+
+
+def record_allowlist(session: Session, operator: str, now: datetime, *, address: str,
+                     add: bool, tx_hash: str | None = None) -> None:
+    """The recipient allowlist owner transaction (``svc-ops allowlist add|remove``)."""
+    apps = session.scalars(select(App).where(App.pay_to.is_not(None))).all()
+    matching = [a.id for a in apps if a.pay_to and a.pay_to.lower() == address.lower()]
+    record(session, operator, OperatorActionKind.ALLOWLIST_ADD if add
+           else OperatorActionKind.ALLOWLIST_REMOVE, None, address, now, apps=matching,
+           txHash=tx_hash)
+
+
+def actions(session: Session, app: App | None, limit: int) -> Sequence[OperatorAction]:
+    query = select(OperatorAction)
+    if app is not None:
+        query = query.where(OperatorAction.app_id == app.id)
+    return session.scalars(query.order_by(OperatorAction.id.desc()).limit(limit)).all()
+
+
+def notifications(session: Session, *, include_handled: bool) -> Sequence[OperatorNotification]:
+    query = select(OperatorNotification)
+    if not include_handled:
+        query = query.where(OperatorNotification.handled_at.is_(None))
+    return session.scalars(query.order_by(OperatorNotification.created_at)).all()
+
+
+def _handled(session: Session, app: App, now: datetime) -> None:
+    session.execute(update(OperatorNotification).where(
+        OperatorNotification.app_id == app.id,
+        OperatorNotification.kind == NotificationKind.RUNTIME_DOMAIN_REQUESTED,
+        OperatorNotification.handled_at.is_(None)).values(handled_at=now))
