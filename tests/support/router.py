@@ -53,9 +53,12 @@ RouterFactory = Callable[..., AbstractContextManager[RunningRouter]]
 
 def router_factory(db_url: str) -> RouterFactory:
     @contextmanager
-    def start(**overrides: Any) -> Iterator[RunningRouter]:
+    def start(*, app_options: dict[str, Any] | None = None,
+              **overrides: Any) -> Iterator[RunningRouter]:
+        """``overrides`` are settings; ``app_options`` go to ``create_app`` (e.g. the
+        ``runtime_ssl_context`` that trusts a test CA)."""
         settings = router_settings(db_url, **overrides)
-        service = create_app(settings)
+        service = create_app(settings, **(app_options or {}))
         with serve_router(service, settings) as url:
             yield RunningRouter(url, settings.bind_port, service, settings)
     return start
