@@ -55,7 +55,7 @@ async def run_dev(settings: Settings) -> None:
     app_id = seed_demo(make_sessionmaker(engine), origin)
     engine.dispose()
     identity = DemoIdentity(app_id=app_id, slug=DEMO_SLUG, pay_to=DEMO_PAY_TO,
-                            runtime_origin=origin)
+                            runtime_origin=origin, portal_url=settings.portal_url)
     demo = uvicorn.Server(uvicorn.Config(demo_origin(identity), log_level="warning",
                                          access_log=False, lifespan="off"))
     main = uvicorn.Server(server_config(create_app(settings), settings))
@@ -69,7 +69,9 @@ def print_dev_urls(settings: Settings, origin: str) -> None:
         "Dev service on embedded defaults (SQLite, in-process cache). Open:",
         f"  runtime (proxied)  {settings.runtime_url(DEMO_SLUG)}/",
         f"  cookie/header echo {settings.runtime_url(DEMO_SLUG)}/echo",
+        f"  runtime wallet     {settings.runtime_url(DEMO_SLUG)}/wallet",
         f"  hosted entry       {settings.portal_url}/{DEMO_SLUG}",
+        f"  account            {settings.portal_url}/account",
         f"  API status         {settings.base_url}/statusz",
         f"  OpenAPI            {settings.docs_url}/openapi.json",
         f"  demo origin        {origin}",

@@ -42,6 +42,7 @@
     busy(true);
     P.show("progress", "Waiting for your wallet…");
     wallet.connect(d.chainId).then(function (address) {
+      $("connect").parentNode.hidden = true;
       $("wallet-status").textContent = "Connected: " + address + " (" + wallet.label() + ")";
       if (d.walletHint && d.walletHint.toLowerCase() !== address) {
         $("wallet-status").textContent += ". The app expected " + d.walletHint +

@@ -37,7 +37,7 @@
     "muted-gray": ["#eef0f3", "#5b6475"], "neutral-gray": ["#dfe3ea", "#2f3645"],
     "teal": ["#d3f1ee", "#0d5c56"], "green-teal": ["#d2f4e2", "#0a6643"],
     "amber": ["#fcedcc", "#7f4500"], "red": ["#fde0df", "#9f1c1c"],
-    "muted-red": ["#efe3e3", "#74494a"]
+    "muted-red": ["#f3dcdc", "#74494a"]
   };
   var CSS = [
     ":host{all:initial;display:block;font:14px/1.45 system-ui,-apple-system,sans-serif;",

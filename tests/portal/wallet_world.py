@@ -1,0 +1,192 @@
+"""What the portal browser tests share: an EIP-1193 wallet injected into Chromium and backed
+by eth-account in Python, a paying world behind a real router, and the demo origin.
+
+The wallet is the true edge of the world: a real wallet extension signs with the user's
+key; here Python signs with a test key, through the same ``window.ethereum.request`` calls
+(``eth_requestAccounts``, ``eth_chainId``, ``eth_signTypedData_v4``, ``personal_sign``). It
+records what it was asked to sign so tests can check it (spec 1.10).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+from eth_account import Account
+from eth_account.messages import encode_defunct
+from eth_account.signers.local import LocalAccount
+from playwright.sync_api import BrowserContext, Page
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from examples.demo_origin import DemoIdentity, demo_origin
+from payments.ledger.models import Authorization, AuthorizationStatus
+from payments.models import DomainRequestStatus, RuntimeStatus
+from tests.factories import update_app
+from tests.ledger.flow import PARAMS, PayWorld, build_world
+from tests.support.browser import BrowserSession
+from tests.support.router import RouterFactory, RunningRouter
+from tests.support.services import free_port
+
+# Defines window.ethereum in every page and frame; each call goes to the Python wallet.
+PROVIDER_SCRIPT = """(() => {
+  const provider = {
+    isSvcTestWallet: true,
+    request: async ({method, params}) => {
+      const answer = await window.__svcTestWallet(method, params === undefined ? null : params);
+      if (answer && answer.error) {
+        const error = new Error(answer.error.message);
+        error.code = answer.error.code;
+        throw error;
+      }
+      return answer.result;
+    },
+    on() {}, removeListener() {},
+  };
+  Object.defineProperty(window, "ethereum", {value: provider, configurable: true});
+})();"""
+
+
+@dataclass
+class TestWallet:
+    """A browser wallet holding ``account``; ``reject`` makes the next signature fail 4001."""
+
+    account: LocalAccount
+    chain_id: int = PARAMS.chain_id
+    typed: list[dict[str, Any]] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    methods: list[str] = field(default_factory=list)
+    reject: bool = False
+
+    __test__ = False  # not a pytest class
+
+    @property
+    def address(self) -> str:
+        return str(self.account.address).lower()
+
+    def install(self, context: BrowserContext) -> TestWallet:
+        context.expose_binding("__svcTestWallet", self._handle)
+        context.add_init_script(PROVIDER_SCRIPT)
+        return self
+
+    def _handle(self, source: Any, method: str, params: Any) -> dict[str, Any]:
+        self.methods.append(method)
+        if method in ("eth_requestAccounts", "eth_accounts"):
+            return {"result": [self.account.address]}
+        if method == "eth_chainId":
+            return {"result": hex(self.chain_id)}
+        if method == "wallet_switchEthereumChain":
+            return {"result": None}
+        if method in ("eth_signTypedData_v4", "personal_sign"):
+            if self.reject:
+                self.reject = False
+                return {"error": {"code": 4001, "message": "User rejected the request."}}
+            return {"result": self._sign(method, params)}
+        return {"error": {"code": 4200, "message": f"unsupported {method}"}}
+
+    def _sign(self, method: str, params: list[Any]) -> str:
+        if method == "eth_signTypedData_v4":
+            address, payload = params
+            assert str(address).lower() == self.address
+            data = json.loads(payload)
+            self.typed.append(data)
+            signed = Account.sign_typed_data(self.account.key, full_message=data)
+        else:
+            message, address = params
+            assert str(address).lower() == self.address
+            text = bytes.fromhex(message[2:]).decode()
+            self.texts.append(text)
+            signed = Account.sign_message(encode_defunct(text=text), self.account.key)
+        return "0x" + signed.signature.hex().removeprefix("0x")
+
+
+def new_wallet(seed: int) -> TestWallet:
+    return TestWallet(Account.from_key((seed + 5000).to_bytes(32, "big")))
+
+
+@dataclass
+class Portal:
+    router: RunningRouter
+    world: PayWorld
+    demo_url: str | None = None
+
+    @property
+    def url(self) -> str:
+        return self.router.settings.portal_url
+
+    @property
+    def runtime(self) -> str:
+        return self.router.settings.runtime_url(self.world.app.slug)
+
+    def budgets(self, owner: str) -> list[Authorization]:
+        with self.world.sessions() as session:
+            return list(session.scalars(select(Authorization).where(
+                Authorization.owner_wallet == owner.lower())
+                .order_by(Authorization.created_at)))
+
+    def active_budget(self, owner: str) -> Authorization | None:
+        active = [a for a in self.budgets(owner) if a.status == AuthorizationStatus.ACTIVE]
+        return active[0] if active else None
+
+
+@contextmanager
+def serve_app(app: Any) -> Iterator[str]:
+    """An ASGI app under uvicorn on a loopback port (the demo origin)."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning", access_log=False,
+                                           lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("demo origin did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@contextmanager
+def portal_world(start_router: RouterFactory, sessions: sessionmaker[Session], *,
+                 demo: bool = False, **overrides: Any) -> Iterator[Portal]:
+    """A router with the paying world of the ledger tests (app ``game``, listed, payable,
+    with products and a backend key); with ``demo``, the game's runtime is the real demo
+    origin (active, domain approved) serving ``/wallet``."""
+    with start_router(**overrides) as router:
+        world = build_world(router, sessions)
+        if not demo:
+            yield Portal(router, world)
+            return
+        identity = DemoIdentity(app_id=world.app.id, slug=world.app.slug,
+                                pay_to=world.app.pay_to or "", runtime_origin="",
+                                portal_url=router.settings.portal_url)
+        with serve_app(demo_origin(identity)) as origin:
+            update_app(sessions, world.app.slug, runtime_origin=origin,
+                       runtime_status=RuntimeStatus.ACTIVE,
+                       runtime_domain_request_status=DomainRequestStatus.APPROVED)
+            yield Portal(router, world, origin)
+
+
+def wait_for(page: Page, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll a Python-side condition, letting Playwright deliver events meanwhile."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        page.wait_for_timeout(25)
+
+
+def assert_clean(chrome: BrowserSession) -> None:
+    """Every page ran under its CSP: nothing refused, nothing thrown."""
+    assert chrome.log.csp_violations() == []
+    assert chrome.log.errors == []
