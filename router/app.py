@@ -153,7 +153,7 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
         resources.limiter = (RedisRateLimiter(resources.redis) if resources.redis is not None
                              else InMemoryRateLimiter())
         await bus.start()
-        resources.http = make_session(settings)
+        resources.http = make_session(settings, ssl_context=resources.origin_tls)
         resources.chain = await asyncio.to_thread(open_chain, settings, chain_params(settings),
                                                   sessions)
         if resources.chain is not None and settings.chain_workers:
@@ -309,9 +309,9 @@ def create_app(settings: Settings, *, mailer: Mailer | None = None,
                runtime_ssl_context: ssl.SSLContext | None = None) -> Service:
     """The service. ``developer_overrides`` replaces fields of :class:`DeveloperServices`
     (a clock, rate limits, a limiter) for tests that must not wait for real time;
-    ``runtime_ssl_context`` decides whose certificates runtime verification trusts
-    (default: the system's; tests pass their own CA)."""
-    resources = Resources()
+    ``runtime_ssl_context`` decides whose certificates developer origins must present, to
+    the proxy and to runtime verification (default: the system's; tests pass their CA)."""
+    resources = Resources(origin_tls=runtime_ssl_context)
     developer = developer_services(settings, resources, mailer or make_mailer(settings))
     if developer_overrides:
         developer = replace(developer, **developer_overrides)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -32,6 +33,9 @@ class Resources:
     limiter: RateLimiter | None = None
     chain: ChainGateway | None = None
     workers: BackgroundWorkers | None = None
+    # Whose certificates developer origins must present (proxy and runtime verification);
+    # None: the system trust store. Tests set their own CA.
+    origin_tls: ssl.SSLContext | None = None
     webhooks: WebhookWorkers | None = None
     closers: list[object] = field(default_factory=list)
 

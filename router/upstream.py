@@ -8,6 +8,7 @@ session's connector owns the upstream client, so closing the session closes both
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import aiohttp
@@ -32,17 +33,20 @@ class ProxyConnector(aiohttp.TCPConnector):
         await super().close(abort_ssl=abort_ssl)
 
 
-def make_session(settings: Settings, **overrides: Any) -> aiohttp.ClientSession:
-    """Call inside the running loop (lifespan)."""
+def make_session(settings: Settings, *, ssl_context: ssl.SSLContext | None = None,
+                 **overrides: Any) -> aiohttp.ClientSession:
+    """Call inside the running loop (lifespan). ``ssl_context`` decides whose certificates
+    TLS origins must present: the system trust store unless given (tests pass their CA)."""
     resolver = CheckedResolver(settings.allow_private_origins)
     upstream = UpstreamClient(
         connect_timeout=settings.proxy_connect_timeout,
         read_timeout=settings.proxy_read_timeout,
-        max_idle=settings.proxy_pool_size, resolver=resolver,
+        max_idle=settings.proxy_pool_size, resolver=resolver, ssl_context=ssl_context,
     )
     connector = ProxyConnector(
         upstream, limit=settings.proxy_pool_size, limit_per_host=0, ttl_dns_cache=10,
         resolver=resolver, keepalive_timeout=30,
+        ssl=ssl_context if ssl_context is not None else True,
     )
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=settings.proxy_connect_timeout,
                                     sock_read=settings.proxy_read_timeout)

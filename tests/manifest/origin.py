@@ -69,7 +69,7 @@ class DeveloperOrigin:
         if request.path == "/api/svc/payment-submitted" and request.method == "POST":
             return web.json_response({"error": "unauthenticated"},
                                      status=self.payment_submitted_status)
-        if request.path == "/" and request.method in ("GET", "HEAD"):
+        if request.path in ("/", "/play") and request.method in ("GET", "HEAD"):
             return web.Response(text="<h1>Runtime from the developer origin</h1>",
                                 content_type="text/html")
         return web.Response(status=404, text="not found")
