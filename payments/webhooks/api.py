@@ -121,7 +121,7 @@ class WebhookApi:
     async def create(self, request: Request) -> Response:
         ref = request.path_params["app"]
         body = await read_json(request)
-        url = required_str(body, "url", 2048)
+        url = required_str(body, "url", 8192)
         events = endpoints.parse_events(field_str_list(body, "events", max_items=10),
                                         default=endpoints.DEFAULT_EVENTS)
         await self._limit(request, self.s.limits.management)
@@ -139,7 +139,7 @@ class WebhookApi:
     async def update(self, request: Request) -> Response:
         ref, hook = request.path_params["app"], request.path_params["webhook"]
         body = await read_json(request)
-        url = field_str(body, "url", required=False, max_length=2048)
+        url = field_str(body, "url", required=False, max_length=8192)
         raw_events = field_str_list(body, "events", max_items=10)
         events = None if raw_events is None else endpoints.parse_events(raw_events, default=None)
         enabled = body.get("enabled")

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from examples.webhook_receiver import FulfilmentLedger, WebhookReceiver
 from payments.db import transaction, utcnow
+from payments.ids import IdPrefix, new_id
 from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
 from payments.models import App
 from payments.webhooks import outbox
@@ -50,6 +51,7 @@ class FaultyReceiver:
 
     plan: Plan = lambda n, event: OK
     hang_seconds: float = 30.0
+    delay: float = 0.0  # every request takes this long (overlaps become observable)
     secret: str = ""
     ledger: FulfilmentLedger = field(default_factory=FulfilmentLedger)
     requests: list[Received] = field(default_factory=list)
@@ -81,6 +83,8 @@ class FaultyReceiver:
         action = self.plan(n, event_id)
         status: int | None = None
         try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
             if action == HANG:
                 await asyncio.sleep(self.hang_seconds)
                 status = 200
@@ -162,8 +166,8 @@ def enqueue_events(sessions: sessionmaker[Session], app: App, count: int) -> lis
     ids = []
     with transaction(sessions) as session:
         now = utcnow()
-        for i in range(count):
-            event_id = f"zevt_bulk{i:06d}{now.timestamp():.0f}"
+        for _ in range(count):
+            event_id = new_id(IdPrefix.EVENT)
             payload = {
                 "id": event_id, "type": "payment.delivered", "test": False,
                 "createdAt": now.isoformat().replace("+00:00", "Z"),
@@ -171,7 +175,7 @@ def enqueue_events(sessions: sessionmaker[Session], app: App, count: int) -> lis
                 "product": {"id": "zprod_x", "slug": "x", "name": "X", "priceAtomic": "10000",
                             "currency": "USDC", "network": "local"},
                 "payment": {"mode": "budget-spender", "settlementStatus": "queued"},
-                "delivery": {"deliveryId": f"ztdlv_bulk{i:06d}",
+                "delivery": {"deliveryId": f"ztdlv_bulk{event_id[5:]}",
                              "idempotencyKey": f"svc:bulk-{event_id}", "status": "delivered",
                              "fulfilled": False},
             }
