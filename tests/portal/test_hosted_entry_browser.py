@@ -12,7 +12,13 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.ledger.flow import PARAMS
-from tests.portal.wallet_world import TestWallet, assert_clean, new_wallet, portal_world
+from tests.portal.wallet_world import (
+    TestWallet,
+    assert_clean,
+    new_wallet,
+    portal_world,
+    revoke_on_account_page,
+)
 from tests.support.browser import BrowserSession, screenshot
 from tests.support.router import RouterFactory
 
@@ -81,6 +87,14 @@ def test_buy_from_hosted_entry_authorizes_returns_and_pays(
         assert "0.96 USDC" in page.locator("#budget-status").inner_text()
         assert len(wallet.typed) + len(wallet.texts) == signed
 
-    assert len(wallet.typed) == 1
+        # Revoked on the account page: the next purchase fails and says why.
+        revoke_on_account_page(chrome, portal)
+        page.get_by_role("button", name="Buy Retry / Continue · 0.01 USDC").click()
+        error = page.locator("#error")
+        error.get_by_text("Your budget was revoked.").wait_for()
+        assert error.get_by_role("button", name="Renew budget").is_visible()
+        _shot(request, page, "hosted-entry-revoked")
+
+    assert [t["message"]["value"] for t in wallet.typed] == ["1000000", "0"]
     assert_only_permit(wallet, PARAMS.spender, PARAMS.token)
     assert_clean(chrome)

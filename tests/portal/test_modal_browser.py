@@ -10,6 +10,7 @@ spec 3.8 in every state.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,10 +19,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.ledger.models import AuthorizationStatus
 from tests.portal.wallet_world import (
-    Portal,
     assert_clean,
     new_wallet,
     portal_world,
+    revoke_on_account_page,
     wait_for,
 )
 from tests.support.browser import BrowserSession, screenshot
@@ -72,7 +73,8 @@ def wait_state(page: Page, state: str) -> dict[str, str]:
     return card_state(page)
 
 
-def authorize_in_modal(page: Page, budget: str, *, renew: bool = False) -> Frame:
+def authorize_in_modal(page: Page, budget: str, *, renew: bool = False,
+                       before_signing: Callable[[], None] | None = None) -> Frame:
     """Sign a new permit inside the modal's iframe; returns that frame."""
     frame = wait_modal_frame(page)
     assert frame.url.startswith("http://portal.localhost:")
@@ -81,6 +83,8 @@ def authorize_in_modal(page: Page, budget: str, *, renew: bool = False) -> Frame
     modal: FrameLocator = page.frame_locator(MODAL)
     modal.get_by_role("button", name="Connect wallet").click()
     modal.get_by_label("Budget", exact=True).select_option(budget)
+    if before_signing is not None:
+        before_signing()
     modal.get_by_role("button", name="Sign budget permit").click()
     return frame
 
@@ -111,8 +115,8 @@ def test_modal_authorize_pay_renew_revoke(
 
         page.locator("#wallet .actions .primary").click()  # Enable payment
         assert wait_state(page, "opening_portal")["pill"] == "Opening"
-        frame = authorize_in_modal(page, "1000000")
-        _shot(request, page, "modal-open")
+        frame = authorize_in_modal(page, "1000000",
+                                   before_signing=lambda: _shot(request, page, "modal-open"))
         ready = wait_state(page, "ready")
         assert page.locator(MODAL).count() == 0  # the modal closed itself
         assert ready["pill"] == "1.00 USDC" and ready["remaining"] == "1.00 USDC"
@@ -152,18 +156,6 @@ def test_modal_authorize_pay_renew_revoke(
     assert len(wallet.typed) == 3  # two budgets and the revoke: nothing else was signed
     assert [t["message"]["value"] for t in wallet.typed] == ["1000000", "5000000", "0"]
     assert_clean(chrome)
-
-
-def revoke_on_account_page(chrome: BrowserSession, portal: Portal) -> None:
-    account = chrome.new_page()
-    account.goto(f"{portal.url}/account")
-    account.get_by_role("button", name="Connect wallet").click()
-    account.locator("#budget-state").wait_for()
-    account.get_by_role("button", name="Revoke budget").click()
-    account.get_by_text("Budget revoked. Apps can no longer charge it.").wait_for()
-    wait_for(account, lambda: account.locator("#budget-state").inner_text().startswith(
-        "Revoked"))
-    account.close()
 
 
 @SQLITE_ONLY

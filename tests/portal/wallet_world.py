@@ -190,3 +190,15 @@ def assert_clean(chrome: BrowserSession) -> None:
     """Every page ran under its CSP: nothing refused, nothing thrown."""
     assert chrome.log.csp_violations() == []
     assert chrome.log.errors == []
+
+
+def revoke_on_account_page(chrome: BrowserSession, portal: Portal) -> None:
+    account = chrome.new_page()
+    account.goto(f"{portal.url}/account")
+    account.get_by_role("button", name="Connect wallet").click()
+    account.locator("#budget-state").wait_for()
+    account.get_by_role("button", name="Revoke budget").click()
+    account.get_by_text("Budget revoked. Apps can no longer charge it.").wait_for()
+    wait_for(account, lambda: account.locator("#budget-state").inner_text().startswith(
+        "Revoked"))
+    account.close()
