@@ -215,3 +215,22 @@ FAST = {"webhook_workers": True, "webhook_poll_interval": 0.05,
         "webhook_retry_delays": (0.05, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1),
         "webhook_timeout": 1.0, "webhook_lease_seconds": 11.0}
 LEASE = timedelta(seconds=11)
+
+
+def grant_token(sessions: sessionmaker[Session], developer_id: str, app_slug: str,
+                scopes: list[str]) -> str:
+    """A CLI grant for ``app_slug`` (the device flow's own functions, without HTTP)."""
+    from payments.developer import grants
+    with transaction(sessions) as session:
+        started = grants.start_request(session, app_slug=app_slug, scopes=scopes,
+                                       ttl_seconds=None, now=utcnow())
+        record = grants.pending_request(session, started.record.user_code, utcnow())
+        app = session.scalars(select(App).where(App.slug == app_slug)).one()
+        grants.approve(record, developer_id=developer_id, app=app)
+    with transaction(sessions) as session:
+        return grants.redeem(session, started.device_code, utcnow()).token
+
+
+def api_client(world: PayWorld, token: str) -> httpx.Client:
+    return httpx.Client(base_url=world.router.url, timeout=30, headers={
+        "host": f"api.localhost:{world.router.port}", "authorization": f"Bearer {token}"})
