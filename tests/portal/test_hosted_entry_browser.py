@@ -1,7 +1,8 @@
 """The hosted entry in real Chromium: buy -> authorize -> sign -> return -> pay (spec 1.3).
 
-A real router, the ledger, and a wallet injected into the page (``wallet_world``). The page
-shows the outcome as feedback only; the delivery is checked with the backend's own key.
+A real router, the ledger, the webhook dispatcher and a wallet injected into the page
+(``wallet_world``). The page shows the outcome as feedback only; the delivery is checked
+with the backend's own key and the signed ``payment.delivered`` at a receiver on loopback.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tests.portal.wallet_world import (
 )
 from tests.support.browser import BrowserSession, screenshot
 from tests.support.router import RouterFactory
+from tests.webhooks.kit import FAST, console, create_endpoint, developer_of, receiver, wait_until
 
 PERMIT_FIELDS = ["owner:address", "spender:address", "value:uint256", "nonce:uint256",
                  "deadline:uint256"]
@@ -46,7 +48,11 @@ def test_buy_from_hosted_entry_authorizes_returns_and_pays(
         start_router: RouterFactory, sessions: sessionmaker[Session], chrome: BrowserSession,
         request: pytest.FixtureRequest) -> None:
     wallet = new_wallet(1).install(chrome.context)
-    with portal_world(start_router, sessions) as portal:
+    # The dispatcher runs in the server; the receiver is the reference one (signature
+    # checked, granted once), on loopback with the dev switch for private URLs on.
+    with portal_world(start_router, sessions, **FAST) as portal, receiver() as hook, \
+            console(portal.world, developer_of(portal.world)) as developer:
+        hook.secret = create_endpoint(developer, "game", hook.url)[1]
         page = chrome.new_page()
         page.goto(f"{portal.url}/game")
         status = page.locator("#budget-status")
@@ -79,6 +85,12 @@ def test_buy_from_hosted_entry_authorizes_returns_and_pays(
         assert delivery.status_code == 200, delivery.text
         assert delivery.json()["delivery"]["walletAddress"] == wallet.address
         assert delivery.json()["delivery"]["status"] == "delivered"
+        # ... and the signed payment.delivered webhook fired and was granted once
+        wait_until(lambda: delivery_id.group(1) in {d for _, d in hook.ledger.grants()},
+                   what="the webhook grant")
+        fired = [r for r in hook.requests if r.status == 200]
+        assert fired[0].headers["x-svc-event"] == "payment.delivered"
+        assert fired[0].headers["x-svc-delivery-id"] == delivery_id.group(1)
 
         # a second purchase uses the stored summary: no second trip to the wallet
         signed = len(wallet.typed) + len(wallet.texts)
