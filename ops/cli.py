@@ -1,12 +1,13 @@
 """``svc-ops``: operator commands: database migrations, the chain (``ops.chain``), runtime
-domains and the kill switch (``ops.runtime``), reviews and the audit log (``ops.review``)."""
+domains and the kill switch (``ops.runtime``), reviews and the audit log (``ops.review``),
+the webhook dispatcher (``ops.webhooks``)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ops import chain, review, runtime
+from ops import chain, review, runtime, webhooks
 from payments import migrate
 from payments.chain.gateway import ChainError
 from payments.db import make_engine, make_sessionmaker
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     chain.add_parsers(sub)
     runtime.add_parsers(sub)
     review.add_parsers(sub)
+    webhooks.add_parsers(sub)
     args = parser.parse_args(argv)
     try:
         settings = load_settings()
@@ -40,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
             return code
         if args.command in ("domain", "kill-switch"):
             return runtime.run(args, settings, make_sessionmaker(engine))
+        if args.command == "webhooks":
+            return webhooks.run(args, settings, make_sessionmaker(engine))
         if args.command in ("review", "pay-to", "actions", "notifications"):
             return review.run(args, settings, make_sessionmaker(engine))
         if args.command == "migrate":
