@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ class World:
     origin: DeveloperOrigin
     dns: DnsServer
     home: Path
+    clients: list[httpx.Client] = field(default_factory=list)  # closed with the world
 
     @property
     def origin_url(self) -> str:
@@ -72,8 +73,10 @@ class World:
             return grants.redeem(session, started.device_code, now).token
 
     def api(self, token: str) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60,
-                            headers={"authorization": f"Bearer {token}"})
+        client = httpx.Client(base_url=self.url, timeout=60,
+                              headers={"authorization": f"Bearer {token}"})
+        self.clients.append(client)
+        return client
 
     def console(self) -> httpx.Client:
         cookie, csrf = open_console_session(self.sessions, self.developer_id)
@@ -152,5 +155,10 @@ def runtime_world(db_url: str, sessions: sessionmaker[Session], tmp_path: Path,
         dns.records[f"{SLUG}.{settings.apps_domain}"] = ["127.0.0.1"]
         service = create_app(settings, runtime_ssl_context=client_context(ca))
         with serve_router(service, settings) as url:
-            yield World(url, settings.bind_port, settings, sessions, developer_id, app.id,
-                        origin, dns, tmp_path)
+            world = World(url, settings.bind_port, settings, sessions, developer_id, app.id,
+                          origin, dns, tmp_path)
+            try:
+                yield world
+            finally:
+                for client in world.clients:
+                    client.close()
