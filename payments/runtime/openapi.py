@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 SECURITY: list[dict[str, list[str]]] = [{"cliGrant": []}, {"consoleSession": []}]
-ERR = {"$ref": "#/components/responses/Error"}
 STR = {"type": "string"}
 NULL_STR = {"type": ["string", "null"]}
 TIME = {"type": ["string", "null"], "format": "date-time"}
@@ -53,14 +52,19 @@ RUNTIME = {
 COMPONENT_SCHEMAS = {"RuntimeCheck": CHECK, "Runtime": RUNTIME}
 
 
-def _op(summary: str, description: str, *, scope: str, codes: dict[str, str],
+def _op(summary: str, description: str, *, scope: str, codes: dict[int, list[str]],
         body: dict[str, Any] | None = None, response: dict[str, Any] | None = None,
         ) -> dict[str, Any]:
     responses: dict[str, Any] = {"200": {"description": "success", "content": {
         "application/json": {"schema": response or {"type": "object", "properties": {
             "runtime": {"$ref": "#/components/schemas/Runtime"}}}}}}}
-    for status, text in codes.items():
-        responses[status] = {**ERR, "description": text}
+    for status, listed in sorted(codes.items()):
+        # The `Error` envelope with the codes this operation answers under this status.
+        responses[str(status)] = {
+            "description": ", ".join(f"`{c}`" for c in listed),
+            "content": {"application/json": {"schema": {
+                "allOf": [{"$ref": "#/components/schemas/Error"}],
+                "properties": {"code": {"enum": listed}}}}}}
     op: dict[str, Any] = {
         "summary": summary,
         "description": f"{description} CLI grants need the scope `{scope}` (else "
@@ -74,9 +78,24 @@ def _op(summary: str, description: str, *, scope: str, codes: dict[str, str],
     return op
 
 
-AUTH_CODES = {"401": "developer_auth_required, developer_grant_expired",
-              "403": "developer_cli_scope_missing, developer_cli_app_mismatch, csrf_failed",
-              "404": "app_not_found", "429": "rate_limited"}
+AUTH_CODES = {401: ["developer_auth_required", "developer_grant_expired"],
+              403: ["developer_cli_scope_missing", "developer_cli_app_mismatch", "csrf_failed"],
+              404: ["app_not_found"], 429: ["rate_limited"], 500: ["internal_error"]}
+RUNTIME_ERRORS: dict[int, list[str]] = {
+    400: ["invalid_json"], 413: ["payload_too_large"], 415: ["unsupported_media_type"],
+    409: ["runtime_not_configured", "runtime_state_conflict", "runtime_changed",
+          "runtime_not_active"],
+    422: ["runtime_origin_invalid", "invalid_field", "missing_field",
+          "runtime_verification_failed"]}
+
+
+def _codes(*names: str) -> dict[int, list[str]]:
+    found = {status: list(codes) for status, codes in AUTH_CODES.items()}
+    for status, codes in RUNTIME_ERRORS.items():
+        listed = [c for c in codes if c in names]
+        if listed:
+            found.setdefault(status, []).extend(listed)
+    return found
 
 
 def runtime_paths() -> dict[str, Any]:
@@ -100,9 +119,9 @@ def runtime_paths() -> dict[str, Any]:
                             "description": "concrete path, never null"},
                 "entryPath": {"type": "string", "default": "/",
                               "description": "concrete path, never null"}}},
-            codes={**AUTH_CODES, "415": "unsupported_media_type", "400": "invalid_json",
-                   "422": "runtime_origin_invalid (with `rule`), invalid_field, "
-                          "missing_field"})},
+            codes=_codes("invalid_json", "payload_too_large", "unsupported_media_type",
+                         "runtime_origin_invalid", "invalid_field", "missing_field",
+                         "runtime_state_conflict"))},
         f"{p}/verify": {"post": _op(
             "Verify the runtime: fetch /.well-known/svc.json from the saved origin, check "
             "every rule of the manifest and probe the webhook and payment-submitted routes.",
@@ -117,12 +136,12 @@ def runtime_paths() -> dict[str, Any]:
                 "report": {"type": "object", "properties": {
                     "passed": {"const": True}, "checks": {"type": "array", "items": {
                         "$ref": "#/components/schemas/RuntimeCheck"}}}}}},
-            codes={**AUTH_CODES, "409": "runtime_not_configured, runtime_changed",
-                   "422": "runtime_verification_failed (with `checks` and `runtime`)"})},
+            codes=_codes("runtime_not_configured", "runtime_state_conflict", "runtime_changed",
+                         "runtime_verification_failed"))},
         f"{p}/disable": {"post": _op(
             "Disable the runtime: the runtime host shows the inactive page.",
             "Verifying again turns it back on.", scope="runtime:write", response=changed,
-            codes={**AUTH_CODES, "409": "runtime_not_configured"})},
+            codes=_codes("runtime_not_configured", "runtime_state_conflict"))},
         f"{p}/domain-request": {"post": _op(
             "Request the public hostname https://<app-slug>.{apps_domain} (after "
             "activation).",
@@ -134,5 +153,5 @@ def runtime_paths() -> dict[str, Any]:
             response={"type": "object", "properties": {
                 "runtime": {"$ref": "#/components/schemas/Runtime"},
                 "hostname": STR, "requested": {"type": "boolean"}}},
-            codes={**AUTH_CODES, "409": "runtime_not_active"})},
+            codes=_codes("runtime_not_active"))},
     }
