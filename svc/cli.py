@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from svc import __version__
 from svc.client import ApiFailure, ServiceUnreachable
-from svc.commands import apps, auth, runtime
+from svc.commands import apps, auth, runtime, webhooks
 from svc.errors import CliError, ExitCode, for_api_failure
 from svc.output import Output
 from svc.ttl import parse_ttl
@@ -59,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     _auth_commands(groups, common)
     _app_commands(groups, common)
     _runtime_commands(groups, common)
+    _webhook_commands(groups, common)
     return parser
 
 
@@ -124,6 +125,46 @@ def _runtime_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser
         scope = "apps:read" if name == "status" else "runtime:write"
         commands.add_parser(name, parents=[common, target],
                             help=f"{text} (needs {scope})").set_defaults(run=run)
+
+
+def _webhook_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],
+                      common: argparse.ArgumentParser) -> None:
+    target = argparse.ArgumentParser(add_help=False)
+    target.add_argument("--app", metavar="SLUG", help="app slug (else svc.toml, the grant's)")
+    shape = argparse.ArgumentParser(add_help=False)
+    shape.add_argument("--url", metavar="URL", help="the receiver's public HTTPS URL")
+    shape.add_argument("--events", type=webhooks.events_list, metavar="A,B",
+                       help="payment.delivered, payment.settled, delivery.created")
+    group = groups.add_parser("webhook", help="the app's webhook endpoint")
+    commands = group.add_subparsers(metavar="COMMAND", required=True)
+    commands.add_parser("list", parents=[common, target],
+                        help="show the endpoint (needs apps:read)").set_defaults(
+        run=webhooks.list_webhooks)
+    commands.add_parser("upsert", parents=[common, target, shape],
+                        help="create or change the endpoint (needs webhooks:write)"
+                        ).set_defaults(run=webhooks.upsert)
+    update = commands.add_parser("update", parents=[common, target, shape],
+                                 help="change the endpoint (needs webhooks:write)")
+    switch = update.add_mutually_exclusive_group()
+    switch.add_argument("--enable", dest="enabled", action="store_const", const=True)
+    switch.add_argument("--disable", dest="enabled", action="store_const", const=False)
+    update.set_defaults(run=webhooks.update, enabled=None)
+    rotate = commands.add_parser("rotate", parents=[common, target],
+                                 help="replace the signing secret (needs webhooks:write)")
+    rotate.add_argument("--yes", action="store_true", help="confirm the rotation")
+    rotate.set_defaults(run=webhooks.rotate)
+    commands.add_parser("test", parents=[common, target],
+                        help="send a test event (needs webhooks:write)").set_defaults(
+        run=webhooks.send_test)
+    retry = commands.add_parser("retry", parents=[common, target],
+                                help="send an event again, same id (needs webhooks:write)")
+    retry.add_argument("id", metavar="EVENT_OR_ATTEMPT", help="zevt_... or zwha_...")
+    retry.set_defaults(run=webhooks.retry)
+    attempts = commands.add_parser("attempts", parents=[common, target],
+                                   help="recent events and their delivery (needs apps:read)")
+    attempts.add_argument("--status", choices=["pending", "delivered", "failed", "skipped"])
+    attempts.add_argument("--limit", type=int, default=20)
+    attempts.set_defaults(run=webhooks.list_attempts)
 
 
 def _ttl(text: str) -> int:

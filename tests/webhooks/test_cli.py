@@ -1,0 +1,105 @@
+"""``svc webhook ...`` against a real router, as a developer runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from payments.models import AllowlistStatus
+from svc.grant_store import GrantStore, StoredGrant
+from tests.factories import add_developer, add_owned_app
+from tests.support.router import RouterFactory, RunningRouter
+from tests.support.services import free_port
+from tests.webhooks.kit import FAST, attempts, enqueue_events, grant_token, receiver, wait_until
+
+SVC = str(Path(sys.executable).with_name("svc"))
+
+
+@dataclass
+class Cli:
+    router: RunningRouter
+    home: Path
+
+    @property
+    def url(self) -> str:
+        return self.router.settings.base_url
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if k != "SVC_API_URL"}
+        env["SVC_CONFIG_DIR"] = str(self.home / "config")
+        return subprocess.run([SVC, *args, "--api-url", self.url], cwd=self.home, env=env,
+                              text=True, capture_output=True, timeout=60, check=False)
+
+    def json(self, *args: str) -> dict[str, Any]:
+        done = self.run(*args, "--json")
+        assert done.returncode == 0, (done.stdout, done.stderr)
+        body: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+        return body
+
+
+@pytest.fixture
+def cli(start_router: RouterFactory, sessions: sessionmaker[Session],
+        tmp_path: Path) -> Iterator[Cli]:
+    port = free_port()
+    with start_router(**FAST, bind_port=port, base_url=f"http://127.0.0.1:{port}") as router:
+        developer_id, org_id = add_developer(sessions)
+        add_owned_app(sessions, org_id, "game", pay_to="0x" + "ab" * 20,
+                      recipient_allowlist_status=AllowlistStatus.ALLOWED)
+        token = grant_token(sessions, developer_id, "game", ["apps:read", "webhooks:write"])
+        GrantStore(tmp_path / "config").save(StoredGrant(
+            token=token, api_url=router.settings.base_url, app="game",
+            scopes=("apps:read", "webhooks:write"), expires_at="2099-01-01T00:00:00Z"))
+        yield Cli(router, tmp_path)
+
+
+def test_webhook_commands(cli: Cli, sessions: sessionmaker[Session]) -> None:
+    with receiver() as hook:
+        url = hook.url.replace("127.0.0.1", "localhost")  # 127.0.0.1 is the API host here
+        assert "No webhook endpoint on game." in cli.run("webhook", "list").stdout
+        created = cli.json("webhook", "upsert", "--url", url)
+        assert created["created"] is True and created["secret"].startswith("zwhsec_")
+        hook.secret = created["secret"]
+        text = cli.run("webhook", "list")
+        assert url in text.stdout and created["secret"] not in text.stdout
+        changed = cli.json("webhook", "upsert", "--url", url,
+                           "--events", "payment.delivered,payment.settled")
+        assert changed["created"] is False and "secret" not in changed
+        assert changed["webhook"]["events"] == ["payment.delivered", "payment.settled"]
+        refused = cli.run("webhook", "rotate")
+        assert refused.returncode == 2 and "--yes" in refused.stderr
+        rotated = cli.json("webhook", "rotate", "--yes")
+        assert rotated["secret"] != created["secret"]
+        hook.secret = rotated["secret"]
+        tested = cli.json("webhook", "test")
+        wait_until(lambda: len(hook.requests) == 1, what="the test event")
+        assert hook.requests[0].event_id == tested["attempt"]["eventId"]
+        disabled = cli.json("webhook", "update", "--disable")
+        assert disabled["webhook"]["status"] == "disabled"
+        cli.json("webhook", "update", "--enable")
+        bad = cli.run("webhook", "upsert", "--url", "https://metadata.google.internal/x")
+        assert bad.returncode == 2 and "refused" in bad.stderr
+        # A failed event, retried by id.
+        hook.plan = lambda n, event: "fail"
+        from payments.models import App
+        with sessions() as session:
+            from sqlalchemy import select
+            app = session.scalars(select(App).where(App.slug == "game")).one()
+        (event_id,) = enqueue_events(sessions, app, 1)
+        wait_until(lambda: attempts(sessions)[event_id].status.value == "failed",
+                   what="schedule used up")
+        listed = cli.run("webhook", "attempts", "--status", "failed").stdout
+        assert event_id in listed and "tries=8" in listed
+        hook.plan = lambda n, event: "ok"
+        retried = cli.json("webhook", "retry", event_id)
+        assert retried["attempt"]["eventId"] == event_id
+        wait_until(lambda: attempts(sessions)[event_id].status.value == "delivered",
+                   what="the manual retry")
