@@ -9,6 +9,7 @@ from typing import Any
 
 from payments.developer.openapi import SECURITY_SCHEMES, developer_paths
 from payments.ledger import openapi as ledger
+from payments.portal import openapi as portal
 from payments.runtime import openapi as runtime
 from payments.webhooks import openapi as webhooks
 
@@ -30,7 +31,10 @@ ERROR = {
 }
 
 
-def openapi_document(base_url: str) -> dict[str, Any]:
+def openapi_document(base_url: str, portal_url: str | None = None, *,
+                     dev: bool = False) -> dict[str, Any]:
+    """With ``portal_url``, also the portal host's JSON endpoints (their own ``servers``);
+    the dev wallet's only when ``dev``."""
     return {
         "openapi": "3.1.0",
         "info": {"title": "Small-payment settlement service", "version": "1.2.0",
@@ -42,7 +46,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
         "servers": [{"url": base_url}],
         "components": {
             "schemas": {"Error": ERROR, **ledger.COMPONENT_SCHEMAS, **runtime.COMPONENT_SCHEMAS,
-                        **webhooks.COMPONENT_SCHEMAS,
+                        **webhooks.COMPONENT_SCHEMAS, **portal.COMPONENT_SCHEMAS,
                         "WebhookEvent": ledger.webhook_event_schema()},
             "responses": {"Error": {"description": "an error in the envelope", "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
@@ -65,6 +69,7 @@ def openapi_document(base_url: str) -> dict[str, Any]:
             **runtime.runtime_paths(),
             **webhooks.webhook_paths(),
             **ledger.ledger_paths(),
+            **(portal.portal_paths(portal_url, dev=dev) if portal_url else {}),
         },
         "webhooks": {**ledger.ledger_webhooks(), **webhooks.legacy_webhooks()},
     }

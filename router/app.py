@@ -284,7 +284,8 @@ def _docs_host(settings: Settings) -> Starlette:
     from payments.openapi import openapi_document
 
     async def openapi(request: object) -> JSONResponse:
-        return JSONResponse(openapi_document(settings.base_url))
+        return JSONResponse(openapi_document(settings.base_url, settings.portal_url,
+                                             dev=settings.dev))
 
     def schema_route(name: str) -> Route:
         # Built once: the packaged file with this deployment's {docs_url} as its $id.
