@@ -351,9 +351,14 @@
     document.body.appendChild(host);
     var restoreFocus = document.activeElement;
     self.modal = {host: host, frame: frame, previous: previous, restoreFocus: restoreFocus,
-                  keys: function (event) { if (event.key === "Escape") { self.close(); } }};
+                  keys: function (event) { if (event.key === "Escape") { self.close(); } },
+                  // A modal keeps focus: tabbing out to the page behind brings it back.
+                  trap: function (event) {
+                    if (event.target !== host) { close.focus(); }
+                  }};
     close.addEventListener("click", function () { self.close(); });
     document.addEventListener("keydown", self.modal.keys);
+    document.addEventListener("focusin", self.modal.trap);
     close.focus();
     self._set("opening_portal");
     return frame;
@@ -364,6 +369,7 @@
     if (!modal) { return; }
     this.modal = null;
     document.removeEventListener("keydown", modal.keys);
+    document.removeEventListener("focusin", modal.trap);
     modal.host.remove();
     if (modal.restoreFocus && modal.restoreFocus.focus) { modal.restoreFocus.focus(); }
     if (this.state === "opening_portal") { this._set(modal.previous); }

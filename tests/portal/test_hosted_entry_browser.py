@@ -17,7 +17,9 @@ from tests.portal.wallet_world import (
     TestWallet,
     assert_clean,
     new_wallet,
+    only_ours,
     portal_world,
+    record_hosts,
     revoke_on_account_page,
 )
 from tests.support.browser import BrowserSession, screenshot
@@ -48,6 +50,7 @@ def test_buy_from_hosted_entry_authorizes_returns_and_pays(
         start_router: RouterFactory, sessions: sessionmaker[Session], chrome: BrowserSession,
         request: pytest.FixtureRequest) -> None:
     wallet = new_wallet(1).install(chrome.context)
+    hosts = record_hosts(chrome)
     # The dispatcher runs in the server; the receiver is the reference one (signature
     # checked, granted once), on loopback with the dev switch for private URLs on.
     with portal_world(start_router, sessions, **FAST) as portal, receiver() as hook, \
@@ -110,3 +113,4 @@ def test_buy_from_hosted_entry_authorizes_returns_and_pays(
     assert [t["message"]["value"] for t in wallet.typed] == ["1000000", "0"]
     assert_only_permit(wallet, PARAMS.spender, PARAMS.token)
     assert_clean(chrome)
+    assert only_ours(hosts), hosts  # no third-party CDN, every file served by us

@@ -21,7 +21,9 @@ from payments.ledger.models import AuthorizationStatus
 from tests.portal.wallet_world import (
     assert_clean,
     new_wallet,
+    only_ours,
     portal_world,
+    record_hosts,
     revoke_on_account_page,
     wait_for,
 )
@@ -105,6 +107,7 @@ def test_modal_authorize_pay_renew_revoke(
         start_router: RouterFactory, sessions: sessionmaker[Session], chrome: BrowserSession,
         request: pytest.FixtureRequest) -> None:
     wallet = new_wallet(2).install(chrome.context)
+    hosts = record_hosts(chrome)
     with portal_world(start_router, sessions, demo=True) as portal:
         page = chrome.new_page()
         page.goto(f"{portal.runtime}/wallet")
@@ -156,6 +159,7 @@ def test_modal_authorize_pay_renew_revoke(
     assert len(wallet.typed) == 3  # two budgets and the revoke: nothing else was signed
     assert [t["message"]["value"] for t in wallet.typed] == ["1000000", "5000000", "0"]
     assert_clean(chrome)
+    assert only_ours(hosts), hosts  # no third-party CDN, every file served by us
 
 
 @SQLITE_ONLY
@@ -186,6 +190,10 @@ def test_modal_origin_checks_and_cancel(
         page.locator("#wallet .pill").focus()
         page.keyboard.press("Enter")
         wait_state(page, "opening_portal")
+        in_modal = "document.activeElement.hasAttribute('data-svc-modal')"
+        assert page.evaluate(in_modal)  # focus moved into the dialog
+        page.keyboard.press("Shift+Tab")  # ... and stays there
+        assert page.evaluate(in_modal)
         page.keyboard.press("Escape")
         wait_state(page, "needs_connection")
     assert_clean(chrome)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 from eth_account import Account
@@ -190,6 +191,17 @@ def assert_clean(chrome: BrowserSession) -> None:
     """Every page ran under its CSP: nothing refused, nothing thrown."""
     assert chrome.log.csp_violations() == []
     assert chrome.log.errors == []
+
+
+def record_hosts(chrome: BrowserSession) -> set[str]:
+    """Every host the browser asks for from now on (no third-party CDN may appear)."""
+    hosts: set[str] = set()
+    chrome.context.on("request", lambda r: hosts.add(urlsplit(r.url).hostname or r.url))
+    return hosts
+
+
+def only_ours(hosts: set[str]) -> bool:
+    return all(h == "127.0.0.1" or h == "localhost" or h.endswith(".localhost") for h in hosts)
 
 
 def revoke_on_account_page(chrome: BrowserSession, portal: Portal) -> None:
