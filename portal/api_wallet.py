@@ -168,8 +168,8 @@ class WalletApi:
 
     async def dev_account(self, request: Request) -> Response:
         check_page_token(request, self.c.secret_key, self.c.portal_origin, self.s.clock())
-        body = await read_json(request)
-        account = dev_account(self.c.secret_key, body.get("walletId"))
+        await read_json(request)
+        account = dev_account(self.c.secret_key)
         chain = self.c.chain()
         if isinstance(chain, InProcessChain):
             # The in-process TestUSDC faucet: the dev wallet always holds test funds.
@@ -180,6 +180,6 @@ class WalletApi:
     async def dev_sign(self, request: Request) -> Response:
         check_page_token(request, self.c.secret_key, self.c.portal_origin, self.s.clock())
         body = await read_json(request)
-        account = dev_account(self.c.secret_key, body.get("walletId"))
+        account = dev_account(self.c.secret_key)
         signature = sign_request(account, self.c.params, body.get("method"), body.get("params"))
         return JSONResponse({"result": signature}, headers=NO_STORE)

@@ -22,18 +22,17 @@ from payments.chain.params import ChainParams
 from payments.errors import ApiError
 from payments.ledger.permits import PERMIT_TYPES, check_address
 
-WALLET_ID_RE = re.compile(r"^[0-9a-f]{32,64}$")
 DEV_FUNDS_ATOMIC = 100_000_000  # 100 test USDC from the in-process faucet
 
 
-def dev_account(secret_key: str, wallet_id: object) -> LocalAccount:
-    """The browser's dev account: its random id (kept in the portal's localStorage) keyed
-    with the server secret, so an id alone names a key only on this dev server."""
-    if not isinstance(wallet_id, str) or not WALLET_ID_RE.match(wallet_id):
-        raise ApiError("invalid_field", 422, "'walletId' must be 32-64 lower-case hex "
-                       "characters.", field="walletId")
-    seed = hmac.new(secret_key.encode(), b"dev-wallet:" + wallet_id.encode(),
-                    hashlib.sha256).digest()
+def dev_account(secret_key: str) -> LocalAccount:
+    """The dev server's one dev account, keyed with the server secret.
+
+    One key for the server rather than one per browser: a runtime's modal iframe and the
+    portal's own pages are different sites, whose storage the browser partitions, so a
+    per-browser id would give the modal and the account page two different wallets.
+    """
+    seed = hmac.new(secret_key.encode(), b"dev-wallet", hashlib.sha256).digest()
     account: LocalAccount = Account.from_key(seed)
     return account
 

@@ -267,16 +267,14 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
             ["invalid_address"], parameters=[address])},
     }
     if dev:
-        wallet_id = {"type": "string", "pattern": "^[0-9a-f]{32,64}$"}
         paths[f"{p}/dev-wallet/account"] = {"post": _op(
-            "devWalletAccount", "Dev mode only: the browser's dev wallet address.",
-            f"Not mounted outside dev. Funds the address from the in-process TestUSDC faucet. "
-            f"{ORIGIN}",
+            "devWalletAccount", "Dev mode only: the dev wallet's address.",
+            f"Not mounted outside dev. One test key per dev server; funds the address from "
+            f"the in-process TestUSDC faucet. {ORIGIN}",
             _json({"type": "object", "additionalProperties": False,
                    "required": ["address", "chainId"],
                    "properties": {"address": STR, "chainId": STR}}),
-            [*BODY, "invalid_field"], parameters=[CSRF_HEADER],
-            body=_body({"walletId": wallet_id}, ["walletId"]))}
+            [*BODY], parameters=[CSRF_HEADER], body=_body({}, []))}
         paths[f"{p}/dev-wallet/sign"] = {"post": _op(
             "devWalletSign", "Dev mode only: sign as the dev wallet.",
             f"Signs only our token's Permit (`eth_signTypedData_v4`) and `personal_sign` texts. "
@@ -284,9 +282,8 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
             _json({"type": "object", "additionalProperties": False, "required": ["result"],
                    "properties": {"result": STR}}),
             [*BODY, "invalid_field", "invalid_address"], parameters=[CSRF_HEADER],
-            body=_body({"walletId": wallet_id,
-                        "method": {"enum": ["eth_signTypedData_v4", "personal_sign"]},
-                        "params": {"type": "array"}}, ["walletId", "method", "params"]))}
+            body=_body({"method": {"enum": ["eth_signTypedData_v4", "personal_sign"]},
+                        "params": {"type": "array"}}, ["method", "params"]))}
     for item in paths.values():
         item["servers"] = servers
     return paths

@@ -1,24 +1,11 @@
-/* The dev wallet (dev mode only; the portal serves this file only then): an EIP-1193
- * provider whose key the dev server holds, so a person can click through every flow
- * without a wallet extension. It is not installed as window.ethereum, so a real wallet
- * is never shadowed; pages offer it behind a button labelled as a dev wallet. */
+/* The dev wallet (dev mode only; the pages load this file only then): an EIP-1193
+ * provider whose key the dev server holds (one test key per dev server), so a person can
+ * click through every flow without a wallet extension. It is not installed as
+ * window.ethereum, so a real wallet is never shadowed; pages offer it behind a button
+ * labelled as a dev wallet. */
 (function () {
   "use strict";
-  var KEY = "svc:dev-wallet-id";
   var address = null;
-
-  function walletId() {
-    var id = null;
-    try { id = window.localStorage.getItem(KEY); } catch (e) { id = null; }
-    if (!id || !/^[0-9a-f]{32,64}$/.test(id)) {
-      var bytes = new Uint8Array(16);
-      window.crypto.getRandomValues(bytes);
-      id = Array.prototype.map.call(bytes, function (b) {
-        return b.toString(16).padStart(2, "0"); }).join("");
-      try { window.localStorage.setItem(KEY, id); } catch (e) { /* private mode: per page */ }
-    }
-    return id;
-  }
 
   function rpcError(code, message) {
     var error = new Error(message);
@@ -32,7 +19,7 @@
     if (method === "eth_requestAccounts" || method === "eth_accounts") {
       if (address) { return Promise.resolve([address]); }
       return portal.api("/api/portal/dev-wallet/account", {method: "POST",
-        body: {walletId: walletId()}}).then(function (answer) {
+        body: {}}).then(function (answer) {
         address = answer.address;
         return [address];
       });
@@ -41,7 +28,7 @@
     if (method === "wallet_switchEthereumChain") { return Promise.resolve(null); }
     if (method === "personal_sign" || method === "eth_signTypedData_v4") {
       return portal.api("/api/portal/dev-wallet/sign", {method: "POST",
-        body: {walletId: walletId(), method: method, params: args.params}})
+        body: {method: method, params: args.params}})
         .then(function (answer) { return answer.result; });
     }
     return Promise.reject(rpcError(4200, "The dev wallet does not support " + method + "."));

@@ -226,39 +226,37 @@ def test_owner_proof_text_and_renewal(portal: Portal) -> None:
 
 
 def test_dev_wallet_signs_only_our_permit_and_texts(portal: Portal) -> None:
-    wallet_id = "ab" * 16
     with writer(portal) as c:
-        account = c.post("/api/portal/dev-wallet/account", json={"walletId": wallet_id}).json()
+        account = c.post("/api/portal/dev-wallet/account", json={}).json()
         address = account["address"]
         assert account["chainId"] == hex(PARAMS.chain_id)
-        assert c.post("/api/portal/dev-wallet/account", json={"walletId": wallet_id}
-                      ).json()["address"] == address  # stable per browser id
+        assert c.post("/api/portal/dev-wallet/account", json={}
+                      ).json()["address"] == address  # one dev key per dev server
         with client(portal) as reader:
             typed = reader.get("/api/portal/permit", params={
                 "owner": address, "value": "1000000",
                 "deadline": int((utcnow() + timedelta(days=1)).timestamp())}).json()["typedData"]
         signed = c.post("/api/portal/dev-wallet/sign", json={
-            "walletId": wallet_id, "method": "eth_signTypedData_v4", "params": [address, typed]})
+            "method": "eth_signTypedData_v4", "params": [address, typed]})
         assert signed.status_code == 200
         recovered = Account.recover_message(encode_typed_data(full_message=typed),
                                             signature=signed.json()["result"])
         assert recovered == address
         text = "hello"
         signature = c.post("/api/portal/dev-wallet/sign", json={
-            "walletId": wallet_id, "method": "personal_sign",
+            "method": "personal_sign",
             "params": ["0x" + text.encode().hex(), address]}).json()["result"]
         assert Account.recover_message(encode_defunct(text=text), signature=signature) == address
         other = dict(typed, primaryType="Mail")
         refused = [
-            {"walletId": wallet_id, "method": "eth_signTypedData_v4", "params": [address, other]},
-            {"walletId": wallet_id, "method": "eth_signTypedData_v4",
+            {"method": "eth_signTypedData_v4", "params": [address, other]},
+            {"method": "eth_signTypedData_v4",
              "params": [address, {**typed, "message": {**typed["message"],
                                                        "spender": PARAMS.token}}]},
-            {"walletId": wallet_id, "method": "eth_sendTransaction", "params": [{}, address]},
-            {"walletId": wallet_id, "method": "personal_sign", "params": ["0x00", PARAMS.token]},
-            {"walletId": "short", "method": "personal_sign", "params": ["0x00", address]},
-            {"walletId": wallet_id, "method": "personal_sign", "params": "nope"},
-            {"walletId": wallet_id, "method": "eth_signTypedData_v4",
+            {"method": "eth_sendTransaction", "params": [{}, address]},
+            {"method": "personal_sign", "params": ["0x00", PARAMS.token]},
+            {"method": "personal_sign", "params": "nope"},
+            {"method": "eth_signTypedData_v4",
              "params": [address, "{not json"]},
         ]
         for body in refused:
@@ -279,7 +277,7 @@ def test_no_dev_wallet_outside_dev(start_router: RouterFactory) -> None:
             base_url=router.url, headers={"host": "portal.example.com",
                                           "origin": "https://portal.example.com"}) as c:
         for path in ("/api/portal/dev-wallet/account", "/api/portal/dev-wallet/sign"):
-            response = c.post(path, json={"walletId": "ab" * 16})
+            response = c.post(path, json={})
             assert response.status_code == 404, path
             assert response.json()["code"] == "not_found"
         page = c.get("/authorize", params={"app": "nope", "return": "x"})
@@ -329,7 +327,8 @@ def test_bad_input_is_answered_in_the_envelope(portal: Portal) -> None:
             for path in ("/api/portal/wallet-proof/challenge", "/api/portal/wallet-proof",
                          "/api/portal/budget", "/api/portal/dev-wallet/sign"):
                 for body in ({"address": value, "challenge": value, "signature": value,
-                              "permit": value, "walletId": value}, [value], value):
+                              "permit": value, "method": value, "params": value}, [value],
+                             value):
                     response = c.post(path, json=body)
                     assert 400 <= response.status_code < 500, (path, body)
                     assert set(response.json()) >= {"code", "message"}

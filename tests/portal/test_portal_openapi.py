@@ -131,11 +131,11 @@ def test_real_answers_match_the_description(portal: Portal) -> None:
         check.check("/api/public/usdc-balance", "get", c.get(
             "/api/public/usdc-balance", params={"address": "0x1"}))
         check.check(f"{p}/dev-wallet/account", "post", c.post(f"{p}/dev-wallet/account",
-                                                              json={"walletId": "ab" * 16}))
+                                                              json={}))
         check.check(f"{p}/dev-wallet/sign", "post", c.post(f"{p}/dev-wallet/sign", json={
-            "walletId": "ab" * 16, "method": "x", "params": []}))
+            "method": "x", "params": []}))
         check.check(f"{p}/dev-wallet/account", "post", c.post(
-            f"{p}/dev-wallet/account", json={"walletId": "ab"}, headers={"origin": "x"}))
+            f"{p}/dev-wallet/account", json={}, headers={"origin": "x"}))
     connect(portal.world, owner, "player-z", 4_000_000, nonce=1)
     session, view = prove(portal, owner)
     connection = view["connections"][0]["id"]
