@@ -19,7 +19,7 @@ from payments.ledger.models import AccountConnection, AuthorizationStatus
 from payments.models import AppStatus
 from router.settings import DEV_SECRET_KEY
 from tests.factories import update_app
-from tests.ledger.flow import start_handoff
+from tests.ledger.flow import sign_permit, start_handoff
 from tests.portal.wallet_world import Portal, assert_clean, new_wallet, portal_world, wait_for
 from tests.support.browser import BrowserSession, screenshot
 from tests.support.router import RouterFactory
@@ -226,6 +226,22 @@ def test_account_binding_from_a_backend_handoff(
         assert again["status"] == "ready"
         assert again["connection"]["id"] == bound.id
         assert again["connection"]["budgetRemaining"] == "5000000"
+
+        # needs_budget: the connection stays, the budget is gone; the portal renews it
+        with portal.world.api(origin=portal.url) as api:
+            assert api.post("/api/authorizations/revoke", json={"permit": sign_permit(
+                wallet.account, 0, nonce=1)}).status_code == 200
+        low = start_handoff(portal.world, "merchant-42").json()
+        assert low["status"] == "needs_budget"
+        assert "renew=1" in low["handoff"]["portalUrl"]
+        page.goto(low["handoff"]["portalUrl"])
+        assert "You asked to renew" in page.inner_text("main")
+        page.get_by_role("button", name="Connect wallet").click()
+        page.get_by_role("button", name="Sign budget permit").click()
+        page.wait_for_url(f"{portal.url}/game")
+        renewed = start_handoff(portal.world, "merchant-42").json()
+        assert renewed["status"] == "ready" and renewed["connection"]["id"] == bound.id
+        assert [t["message"]["nonce"] for t in wallet.typed] == ["0", "2"]  # after the revoke
     assert_clean(chrome)
 
 
