@@ -219,6 +219,7 @@ def test_subscriptions_skips_and_the_legacy_event(world: PayWorld, hook: FaultyR
     # Unsubscribed and disabled endpoints skip.
     writer.patch(f"{APPS}/webhooks/{webhook['id']}", json={"events": ["payment.settled"]})
     pay(world, 1, seed=4)
+    wait_until(all_settled(world.sessions), what="the unsubscribed event skipped")
     writer.patch(f"{APPS}/webhooks/{webhook['id']}", json={"enabled": False})
     test_event = writer.post(f"{APPS}/webhooks/{webhook['id']}/test")
     wait_until(all_settled(world.sessions), what="skips")
