@@ -113,7 +113,8 @@ def _domain(args: argparse.Namespace, settings: Settings,
                                "settings only; production approvals always ask DNS.")
         else:
             nameserver, port = settings.dns_nameserver or (None, 53)
-            resolver = DnsResolver(nameserver, port, timeout=5.0)
+            # DNS waits as long as a request to a developer origin may.
+            resolver = DnsResolver(nameserver, port, timeout=settings.runtime_fetch_timeout)
             answers = check_points_at_router(name, settings.router_addresses, resolver)
 
         def approve(session: Session) -> None:

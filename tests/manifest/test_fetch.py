@@ -153,7 +153,7 @@ def test_huge_bodies_are_refused(origin: DeveloperOrigin, ca: trustme.CA,
 def test_slow_answers_time_out(origin: DeveloperOrigin, ca: trustme.CA, drip: bool) -> None:
     async def slow(request: web.Request) -> web.StreamResponse:
         if not drip:
-            await asyncio.sleep(5)
+            await asyncio.sleep(2.5)
             return web.json_response({})
         # Every byte arrives well within any per-read timeout; only a deadline stops this.
         response = web.StreamResponse()

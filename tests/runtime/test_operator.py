@@ -65,6 +65,7 @@ def test_domain_approval_asks_dns(world: World) -> None:
         assert code == 1 and words in err, err
     world.dns.records[HOST] = ["127.0.0.1"]
     world.dns.silent.add(HOST)
+    world.settings = replace(world.settings, runtime_fetch_timeout=0.5)  # DNS waits this
     code, _, err = world.ops("domain", "approve", SLUG)
     assert code == 1 and "no DNS answer in time; try again" in err
     assert app(world).runtime_domain_request_status is DomainRequestStatus.PENDING_MANUAL_DNS

@@ -117,6 +117,7 @@ class World:
                "SVCSRV_APPS_DOMAIN": self.settings.apps_domain,
                "SVCSRV_DNS_SERVER": f"{self.dns.host}:{self.dns.port}",
                "SVCSRV_ROUTER_ADDRESSES": ",".join(self.settings.router_addresses),
+               "SVCSRV_RUNTIME_FETCH_TIMEOUT": str(self.settings.runtime_fetch_timeout),
                "SVCSRV_REDIS_URL": self.settings.redis_url or ""}
         out, err = io.StringIO(), io.StringIO()
         with pytest.MonkeyPatch.context() as patch:
