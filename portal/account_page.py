@@ -32,13 +32,14 @@ class AccountPage:
         apps = await self.c.services.run(work)
         ready = "".join(f'<li><a href="/{escape(slug)}">{escape(name)}</a></li>'
                         for slug, name in apps) or "<li>No apps are listed yet.</li>"
-        dev = ('<button id="dev-wallet" type="button" class="secondary">Use dev wallet '
-               "(test funds, dev mode only)</button>" if self.c.dev else "")
+        dev = ('<button id="dev-wallet" type="button" class="secondary" disabled>Use dev '
+               "wallet (test funds, dev mode only)</button>" if self.c.dev else "")
         body = (
             "<h1>Your account</h1>"
             '<section aria-labelledby="wallet-h"><h2 id="wallet-h">Wallet</h2>'
             '<p id="wallet-status">No wallet is connected yet.</p><div class="row">'
-            f'<button id="connect" type="button">Connect wallet</button>{dev}</div></section>'
+            '<button id="connect" type="button" disabled>Connect wallet</button>'
+            f"{dev}</div></section>"
             '<section aria-labelledby="budget-h"><h2 id="budget-h">Global Budget</h2>'
             '<p class="hint">One budget for every app you connect. It is what the service '
             "may still charge, not your wallet balance.</p>"

@@ -160,8 +160,8 @@ class AuthorizePage:
                    "wallet you use here.</p>" if r.handoff else "")
         renew = ('<p class="note">You asked to renew: sign a new budget; it replaces your '
                  "current one.</p>" if r.force else "")
-        cancel = ('<p><button id="cancel" type="button" class="secondary">Cancel</button></p>'
-                  if r.embed else "")
+        cancel = ('<p><button id="cancel" type="button" class="secondary" disabled>Cancel'
+                  "</button></p>" if r.embed else "")
         return (
             f"<h1>Authorize payments for {name}</h1>"
             f"<p class=\"lead\">{name} asks for a USDC budget it can charge for purchases, "
@@ -173,12 +173,12 @@ class AuthorizePage:
             "afterwards.</p>")
 
     def _wallet_step(self) -> str:
-        dev = ('<button id="dev-wallet" type="button" class="secondary">Use dev wallet '
-               "(test funds, dev mode only)</button>" if self.c.dev else "")
+        dev = ('<button id="dev-wallet" type="button" class="secondary" disabled>Use dev '
+               "wallet (test funds, dev mode only)</button>" if self.c.dev else "")
         return ('<section id="wallet-step" aria-labelledby="wallet-h"><h2 id="wallet-h">1. '
                 'Your wallet</h2><p id="wallet-status">No wallet is connected yet.</p>'
-                '<div class="row"><button id="connect" type="button">Connect wallet</button>'
-                f"{dev}</div></section>")
+                '<div class="row"><button id="connect" type="button" disabled>Connect wallet'
+                f"</button>{dev}</div></section>")
 
     def _budget_step(self, r: AuthorizeRequest) -> str:
         name = escape(r.app.name)

@@ -205,9 +205,12 @@
       .then(function () { window.location.reload(); }, fail);
   }
 
+  // Enabled only now that they do something (the page renders them disabled).
   $("connect").addEventListener("click", function () { connect("browser"); });
+  $("connect").disabled = false;
   if ($("dev-wallet")) {
     $("dev-wallet").addEventListener("click", function () { connect("dev"); });
+    $("dev-wallet").disabled = false;
   }
   $("verify").addEventListener("click", verify);
   $("renew").addEventListener("click", function () {

@@ -132,9 +132,12 @@
       });
   }
 
+  // Enabled only now that they do something (the page renders them disabled).
   $("connect").addEventListener("click", function () { connect("browser"); });
+  $("connect").disabled = false;
   if ($("dev-wallet")) {
     $("dev-wallet").addEventListener("click", function () { connect("dev"); });
+    $("dev-wallet").disabled = false;
   }
   $("amount").addEventListener("change", describePlain);
   $("days").addEventListener("change", describePlain);
@@ -150,6 +153,7 @@
     $("cancel").addEventListener("click", function () {
       window.parent.postMessage({type: "svc:authorize-cancel", app: d.app.slug}, d.audience);
     });
+    $("cancel").disabled = false;
   }
   describePlain();
 })();

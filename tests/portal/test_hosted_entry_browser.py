@@ -58,8 +58,8 @@ def test_buy_from_hosted_entry_authorizes_returns_and_pays(
         hook.secret = create_endpoint(developer, "game", hook.url)[1]
         page = chrome.new_page()
         page.goto(f"{portal.url}/game")
-        status = page.locator("#budget-status")
-        assert "No budget is authorized" in status.inner_text()
+        # the script says what it found, then enables the buttons
+        page.locator("#budget-status").get_by_text("No budget is authorized").wait_for()
         _shot(request, page, "hosted-entry")
         buy = page.get_by_role("button", name="Buy Retry / Continue · 0.01 USDC")
         buy.focus()
