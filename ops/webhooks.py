@@ -3,9 +3,11 @@ at a glance.
 
 ``run`` is the same dispatcher the server runs in its lifespan; start any number of them
 on one PostgreSQL database (claims skip each other's rows) and set
-``SVCSRV_WEBHOOK_WORKERS=false`` on the web servers. It polls every
-``SVCSRV_WEBHOOK_POLL_INTERVAL`` seconds for new and due attempts; SIGTERM or Ctrl-C stops
-claiming, lets requests in flight finish for a moment and gives the rest back.
+``SVCSRV_WEBHOOK_WORKERS=false`` on the web servers. On PostgreSQL those servers NOTIFY
+``svc_webhooks`` when a transaction writes an event and ``run`` LISTENs, so events go out
+at once; it also polls every ``SVCSRV_WEBHOOK_POLL_INTERVAL`` seconds (retries come due,
+a lost LISTEN connection). SIGTERM or Ctrl-C stops claiming, lets requests in flight
+finish for a moment and gives the rest back.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import utcnow
 from payments.ledger.models import AttemptStatus, WebhookAttempt
+from payments.webhooks.listener import NotifyListener, libpq_url
 from router.settings import Settings
 from router.webhooks import make_dispatcher
 
@@ -47,10 +50,16 @@ async def _dispatch(settings: Settings, sessions: sessionmaker[Session]) -> None
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     await dispatcher.start()
+    url = libpq_url(settings.database_url)
+    listener = NotifyListener(url, dispatcher.wake) if url else None
+    if listener is not None:
+        listener.start()  # servers with SVCSRV_WEBHOOK_WORKERS=false NOTIFY on commit
     print("webhook dispatcher running; Ctrl-C to stop", flush=True)
     try:
         await stop.wait()
     finally:
+        if listener is not None:
+            await listener.stop()
         await dispatcher.stop()
 
 

@@ -158,8 +158,7 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
                                                   sessions)
         if resources.chain is not None and settings.chain_workers:
             resources.workers = start_workers(settings, sessions, resources.chain)
-        if settings.webhook_workers:
-            resources.webhooks = await WebhookWorkers.start(settings, engine, sessions)
+        resources.webhooks = await WebhookWorkers.start(settings, engine, sessions)
         yield resources
     finally:
         if resources.webhooks is not None:

@@ -19,7 +19,7 @@ from payments.webhooks.endpoints import UrlChecks
 from payments.webhooks.schedule import RetrySchedule
 from payments.webhooks.sender import Sender
 from payments.webhooks.signing_secrets import SecretBox
-from payments.webhooks.wakeup import CommitWakeup
+from payments.webhooks.wakeup import CommitWakeup, NotifyOnCommit
 from router.settings import Settings
 
 
@@ -48,25 +48,31 @@ def make_dispatcher(settings: Settings, sessions: sessionmaker[Session],
 
 @dataclass
 class WebhookWorkers:
-    """The dispatcher of this process and the hook that wakes it after commits."""
+    """This process's dispatcher and the hook that wakes it after commits; or, when
+    ``svc-ops webhooks run`` processes dispatch instead, on PostgreSQL, the hook that
+    NOTIFYs them."""
 
-    dispatcher: Dispatcher
-    wakeup: CommitWakeup
+    dispatcher: Dispatcher | None
+    hook: CommitWakeup | NotifyOnCommit | None
     engine: Engine
     sessions: sessionmaker[Session]
 
     @classmethod
     async def start(cls, settings: Settings, engine: Engine,
                     sessions: sessionmaker[Session]) -> WebhookWorkers:
+        if not settings.webhook_workers:
+            notify = NotifyOnCommit() if engine.dialect.name == "postgresql" else None
+            if notify is not None:
+                notify.install(engine, sessions)
+            return cls(None, notify, engine, sessions)
         dispatcher = make_dispatcher(settings, sessions)
         wakeup = CommitWakeup(dispatcher.wake)
         wakeup.install(engine, sessions)
         await dispatcher.start()
         return cls(dispatcher, wakeup, engine, sessions)
 
-    def wake(self) -> None:
-        self.dispatcher.wake()
-
     async def stop(self) -> None:
-        self.wakeup.remove(self.engine, self.sessions)
-        await self.dispatcher.stop()
+        if self.hook is not None:
+            self.hook.remove(self.engine, self.sessions)
+        if self.dispatcher is not None:
+            await self.dispatcher.stop()

@@ -15,11 +15,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Engine, Insert, event
+from sqlalchemy import Engine, Insert, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 _TABLE = "webhook_attempts"
 WAKE = {"svc_webhook_wake": True}  # execution option: wake the dispatcher after commit
+CHANNEL = "svc_webhooks"  # PostgreSQL NOTIFY channel of dispatchers in other processes
 
 
 class CommitWakeup:
@@ -47,6 +48,40 @@ class CommitWakeup:
         if getattr(self._pending, "flag", False):
             self._pending.flag = False
             self._wake()
+
+    def _forget(self, session: Session) -> None:
+        self._pending.flag = False
+
+
+class NotifyOnCommit:
+    """PostgreSQL, for dispatchers in other processes (``svc-ops webhooks run``): a
+    transaction that wrote an outbox row also says ``NOTIFY svc_webhooks``, which the server
+    delivers to listeners when (and only if) the transaction commits. One statement more in
+    such a transaction; docs/webhooks.md has the measurement."""
+
+    def __init__(self) -> None:
+        self._pending = threading.local()
+
+    def install(self, engine: Engine, sessions: sessionmaker[Session]) -> None:
+        event.listen(engine, "after_execute", self._after_execute)
+        event.listen(sessions, "before_commit", self._before_commit)
+        event.listen(sessions, "after_rollback", self._forget)
+
+    def remove(self, engine: Engine, sessions: sessionmaker[Session]) -> None:
+        event.remove(engine, "after_execute", self._after_execute)
+        event.remove(sessions, "before_commit", self._before_commit)
+        event.remove(sessions, "after_rollback", self._forget)
+
+    def _after_execute(self, conn: Any, clause: Any, multiparams: Any, params: Any,
+                       options: Any, result: Any) -> None:
+        if ((isinstance(clause, Insert) and getattr(clause.table, "name", None) == _TABLE)
+                or options.get("svc_webhook_wake")):
+            self._pending.flag = True
+
+    def _before_commit(self, session: Session) -> None:
+        if getattr(self._pending, "flag", False):
+            self._pending.flag = False
+            session.execute(text(f"NOTIFY {CHANNEL}"))
 
     def _forget(self, session: Session) -> None:
         self._pending.flag = False
