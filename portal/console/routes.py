@@ -11,6 +11,7 @@ from portal.console.account import AccountPages
 from portal.console.apps import AppPages
 from portal.console.cli import CliPages
 from portal.console.context import Console, RuntimeUrl
+from portal.console.webhooks import WebhookPage
 
 
 async def home(request: Request) -> Response:
@@ -40,6 +41,7 @@ def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list
         Route("/apps/{app}/products/{product}", apps.update_product, methods=post),
         Route("/apps/{app}/keys", apps.create_key, methods=post),
         Route("/apps/{app}/keys/{key}/revoke", apps.revoke_key, methods=post),
+        Route("/apps/{app}/webhooks", WebhookPage(console).show, methods=get),
         Route("/device", cli.device, methods=get),
         Route("/cli/approve", cli.approve_form, methods=get),
         Route("/cli/approve", cli.approve, methods=post),
