@@ -162,7 +162,8 @@ def check_webhook_url(url: str, policy: UrlPolicy, *, app_slug: str,
                              "accepted")
         if not runtime_active:
             raise UrlRefused(code, "runtime_not_active",
-                             "the runtime proxy URL is accepted once the runtime is active; "
+                             "the runtime proxy URL is accepted once the runtime host is served "
+                             "(verified, domain approved); "
                              "until then use your developer origin")
         return _replace_slug(checked, apps)
     _check_target(checked, code, policy)

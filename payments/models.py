@@ -145,6 +145,23 @@ class App(Base):
 
     products: Mapped[list[Product]] = relationship(back_populates="app")
 
+    @property
+    def runtime_served(self) -> bool:
+        """Whether ``<slug>.{apps_domain}`` serves this runtime (:func:`serves_runtime`)."""
+        return serves_runtime(self.runtime_status, self.runtime_domain_request_status,
+                              self.runtime_origin)
+
+
+def serves_runtime(runtime_status: str, domain_status: str, origin: str | None) -> bool:
+    """A verified runtime, an operator-approved domain and a saved origin: the runtime host
+    proxies only then, so only then may a return URL or a webhook URL point at it.
+
+    Kill switch and app status are refused separately (with their own errors) by every
+    caller that moves money, so they are not folded in here.
+    """
+    return (runtime_status == RuntimeStatus.ACTIVE
+            and domain_status == DomainRequestStatus.APPROVED and bool(origin))
+
 
 class Product(Base):
     __tablename__ = "products"

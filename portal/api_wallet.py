@@ -31,7 +31,6 @@ from payments.ledger.permits import (
 )
 from payments.ledger.return_urls import check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
-from payments.models import RuntimeStatus
 from payments.portal.devwallet import DEV_FUNDS_ATOMIC, dev_account, sign_request
 from payments.portal.wallets import current_budget, next_permit_nonce
 from portal import chain_reads
@@ -124,7 +123,7 @@ class WalletApi:
             app = app_by_slug(session, slug)
             check_return_url(return_url, slug=app.slug, portal_url=self.c.portal_url,
                              runtime_url=self.c.ledger.runtime_url(app.slug),
-                             runtime_active=app.runtime_status == RuntimeStatus.ACTIVE)
+                             runtime_active=app.runtime_served)
             budget = active_authorization(session, owner, self.c.params.spender)
             if budget is None:
                 raise ApiError("needs_budget", 402, "This wallet has no active budget; sign a "

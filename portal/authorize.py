@@ -27,7 +27,7 @@ from payments.errors import ApiError
 from payments.ledger.handoffs import decode_handoff
 from payments.ledger.return_urls import ReturnTarget, check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
-from payments.models import App, AppStatus, RuntimeStatus
+from payments.models import App, AppStatus
 from portal.config import PortalConfig
 from portal.csrf import page_token
 from portal.layout import Shell
@@ -120,7 +120,7 @@ class AuthorizePage:
                 target = check_return_url(
                     return_url, slug=app.slug, portal_url=self.c.portal_url,
                     runtime_url=self.c.ledger.runtime_url(app.slug),
-                    runtime_active=app.runtime_status == RuntimeStatus.ACTIVE)
+                    runtime_active=app.runtime_served)
             except ApiError as exc:
                 raise Refused(400, "This return address is not allowed", exc.message,
                               self._allowed_forms(app)) from None

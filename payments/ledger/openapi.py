@@ -57,8 +57,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     # return URLs, permits, wallet proofs, handoffs
     "return_url_not_allowed": (422, "the return URL is not one of the forms of spec 5.5 "
                                     "(`returnUrl` echoes it)"),
-    "return_url_runtime_inactive": (422, "the return URL is on the runtime host, whose runtime "
-                                         "is not active yet"),
+    "return_url_runtime_inactive": (422, "the return URL is on the runtime host, which is not "
+                                         "served yet (runtime verified and domain approved)"),
     "invalid_permit": (422, "the permit object is malformed, or its value is wrong for the "
                             "operation"),
     "invalid_address": (422, "an address field is not a 0x address"),

@@ -24,7 +24,7 @@ def origin_of(url: str) -> str:
 
 def check_return_url(url: str, *, slug: str, portal_url: str, runtime_url: str,
                      runtime_active: bool) -> ReturnTarget:
-    """``{portal_url}/<slug>``; ``<runtime>/<path>`` once the runtime is active; or
+    """``{portal_url}/<slug>``; ``<runtime>/<path>`` once the runtime host is served; or
     ``http://localhost|127.0.0.1:<port>/<slug>/...`` for local development."""
     try:
         parts = urlsplit(url)
@@ -38,8 +38,9 @@ def check_return_url(url: str, *, slug: str, portal_url: str, runtime_url: str,
         return ReturnTarget(url, origin, "hosted_entry")
     if origin == origin_of(runtime_url) and parts.path.startswith("/"):
         if not runtime_active:
-            raise ApiError("return_url_runtime_inactive", 422, "This app's runtime is not "
-                           "active yet; return to the hosted entry instead.")
+            raise ApiError("return_url_runtime_inactive", 422, "This app's runtime host is "
+                           "not served yet (it needs a passing verification and an approved "
+                           "domain); return to the hosted entry instead.")
         return ReturnTarget(url, origin, "runtime")
     local = parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1")
     if local and parts.port is not None and parts.path.split("/")[1:2] == [slug]:

@@ -44,7 +44,7 @@ from payments.ledger.permits import (
     verify_permit,
 )
 from payments.ledger.return_urls import check_return_url, origin_of
-from payments.models import App, Product, ProductStatus, RuntimeStatus
+from payments.models import App, Product, ProductStatus
 from payments.slugs import is_valid_slug
 
 OWNER_PROOF_MAX_AGE_SECONDS = 300
@@ -122,7 +122,7 @@ class AuthorizationRoutes:
             target = check_return_url(
                 return_url, slug=app.slug, portal_url=self.c.portal_url,
                 runtime_url=self.c.runtime_url(app.slug),
-                runtime_active=app.runtime_status == RuntimeStatus.ACTIVE)
+                runtime_active=app.runtime_served)
             if permit is not None:
                 authorization = authorize_permit(session, self.c.params, permit, now)
             else:

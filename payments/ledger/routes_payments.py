@@ -39,7 +39,7 @@ from payments.ledger.permits import ADDRESS_RE
 from payments.ledger.proofs import sign_payment_proof
 from payments.ledger.return_urls import check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
-from payments.models import App, Pricing, Product, ProductStatus, RuntimeStatus
+from payments.models import App, Pricing, Product, ProductStatus
 
 _PRODUCT_BY_SLUG = select(Product).where(Product.app_id == bindparam("app_id"),
                                          Product.slug == bindparam("slug"))
@@ -310,7 +310,7 @@ class PaymentRoutes:
             target = check_return_url(
                 return_url, slug=app.slug, portal_url=self.c.portal_url,
                 runtime_url=self.c.runtime_url(app.slug),
-                runtime_active=app.runtime_status == RuntimeStatus.ACTIVE)
+                runtime_active=app.runtime_served)
             user_hash = merchant_user_hash(self.c.secret_key, app.id, merchant_user_id)
             expires = now + self.c.handoff_ttl
             token = encode_handoff(self.c.secret_key, Handoff(app.id, user_hash, label or "",

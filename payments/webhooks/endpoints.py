@@ -26,7 +26,7 @@ from manifest.url_policy import (
 )
 from payments.errors import ApiError
 from payments.ids import IdPrefix, new_id
-from payments.models import App, RuntimeStatus
+from payments.models import App
 from payments.webhooks.models import EVENT_TYPES, EndpointStatus, WebhookEndpoint
 from payments.webhooks.signing_secrets import SecretBox, new_signing_secret, preview
 
@@ -59,7 +59,7 @@ def check_url(url: str, app: App, checks: UrlChecks) -> CheckedUrl:
     """The text rules only (no DNS): cheap, run inside a transaction."""
     try:
         return check_webhook_url(url, checks.policy, app_slug=app.slug,
-                                 runtime_active=app.runtime_status == RuntimeStatus.ACTIVE)
+                                 runtime_active=app.runtime_served)
     except UrlRefused as exc:
         raise url_error(exc) from None
 

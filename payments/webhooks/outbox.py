@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from payments.errors import ApiError
 from payments.ids import IdPrefix, new_id
 from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
-from payments.models import App, RuntimeStatus
+from payments.models import App, serves_runtime
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint, WebhookTry
 from payments.webhooks.schedule import Next, Outcome
 from payments.webhooks.signing_secrets import SecretBox, SecretUnreadable
@@ -98,7 +98,8 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
     rows = session.execute(
         select(WebhookAttempt.id, WebhookAttempt.attempt_count, WebhookEvent.id,
                WebhookEvent.type, WebhookEvent.payload, WebhookEvent.delivery_id,
-               WebhookEvent.app_id, App.slug, App.runtime_status, WebhookEndpoint)
+               WebhookEvent.app_id, App.slug, App.runtime_status,
+               App.runtime_domain_request_status, App.runtime_origin, WebhookEndpoint)
         .join(WebhookEvent, WebhookEvent.id == WebhookAttempt.event_id)
         .join(App, App.id == WebhookEvent.app_id)
         .outerjoin(WebhookEndpoint, WebhookEndpoint.app_id == WebhookEvent.app_id)
@@ -108,7 +109,7 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
     jobs: list[Job] = []
     skipped: list[tuple[str, str]] = []
     for (attempt_id, count, event_id, event_type, payload, delivery_id, app_id, slug,
-         runtime_status, endpoint) in rows:
+         runtime_status, domain_status, origin, endpoint) in rows:
         test = payload.get("test") is True
         reason = _nowhere(endpoint, event_type, test)
         if (event_type == "payment.delivered" and not test and count == 0
@@ -122,7 +123,7 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
         jobs.append(Job(attempt_id=attempt_id, claim_token=token, lease_until=lease_until,
                         number=count + 1, event_id=event_id, event_type=event_type,
                         payload=payload, app_slug=slug,
-                        runtime_active=runtime_status == RuntimeStatus.ACTIVE,
+                        runtime_active=serves_runtime(runtime_status, domain_status, origin),
                         endpoint_id=endpoint.id, url=endpoint.url,
                         secret=_open_secret(box, endpoint, cache)))
     if skipped:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.ledger.models import Authorization, Charge, Order
 from payments.ledger.permits import permit_typed_data
-from payments.models import RuntimeStatus
+from payments.models import DomainRequestStatus, RuntimeStatus
 from tests.factories import update_app
 from tests.ledger.flow import (
     PARAMS,
@@ -310,7 +310,7 @@ def test_return_code_refuses_bad_input(world: PayWorld) -> None:
         assert ok.json()["redirectUrl"].startswith("http://localhost:5173/game/return?code=")
 
 
-def test_runtime_return_url_is_accepted_once_active(world: PayWorld) -> None:
+def test_runtime_return_url_is_accepted_once_served(world: PayWorld) -> None:
     runtime = world.router.settings.runtime_url(world.app.slug)
     body = {"app": world.app.slug, "returnUrl": f"{runtime}/svc-auth-return?app=game",
             "permit": sign_permit(wallet(1), 50_000)}
@@ -319,7 +319,13 @@ def test_runtime_return_url_is_accepted_once_active(world: PayWorld) -> None:
         assert early.status_code == 422
         assert early.json()["code"] == "return_url_runtime_inactive"
         update_app(world.sessions, world.app.slug, runtime_status=RuntimeStatus.ACTIVE,
-                   runtime_origin="https://game.example.com")
+                   runtime_origin="https://game.example.com",
+                   runtime_domain_request_status=DomainRequestStatus.PENDING_MANUAL_DNS)
+        # Verified but the domain not yet approved: the host does not serve it yet.
+        unapproved = api.post("/api/authorizations/return-code", json=body)
+        assert unapproved.json()["code"] == "return_url_runtime_inactive"
+        update_app(world.sessions, world.app.slug,
+                   runtime_domain_request_status=DomainRequestStatus.APPROVED)
         late = api.post("/api/authorizations/return-code", json=body)
         assert late.status_code == 200, late.text
         assert late.json()["summary"]["app"]["slug"] == "game"

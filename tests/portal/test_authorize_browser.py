@@ -63,9 +63,9 @@ def test_refused_requests_are_explained_never_signed(
             assert response.status_code == 400, why
             assert "This return address is not allowed" in response.text, why
             assert "<script" not in response.text, why  # nothing to sign on a refusal
-        # the runtime host is a valid return only once the runtime is active
+        # the runtime host is a valid return only once it is served (verified, approved)
         inactive = get(authorize_url(portal, f"{portal.runtime}/svc-auth-return?app=game"))
-        assert inactive.status_code == 400 and "runtime is not active" in inactive.text
+        assert inactive.status_code == 400 and "not served yet" in inactive.text
         assert get(authorize_url(portal, "http://127.0.0.1:5173/game/cb")).status_code == 200
         assert get(f"{portal.url}/authorize?app=game").status_code == 400
         assert get(authorize_url(portal).replace("app=game", "app=nope")).status_code == 404

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from payments.db import transaction, utcnow
 from payments.ids import IdPrefix, new_id
 from payments.ledger.models import AttemptStatus
-from payments.models import AllowlistStatus, App, RuntimeStatus
+from payments.models import AllowlistStatus, App, DomainRequestStatus, RuntimeStatus
 from payments.webhooks.api import WebhookLimits
 from payments.webhooks.models import WebhookEndpoint
 from payments.webhooks.signing_secrets import SecretBox
@@ -304,13 +304,21 @@ def test_dns_rebinding_between_registration_and_send(harness: Harness) -> None:
     assert ears.peers == []
 
 
-def test_runtime_proxy_url_accepted_for_the_same_active_app(harness: Harness) -> None:
+def test_runtime_proxy_url_accepted_once_the_same_app_is_served(harness: Harness) -> None:
     harness.dns.records[f"game.apps.{SERVICE}"] = [PUBLIC]
     with transaction(harness.sessions) as session:
         app = session.scalars(select(App).where(App.slug == "game")).one()
         app.runtime_status = RuntimeStatus.ACTIVE
+        app.runtime_origin = "https://game.shop-dev.com"
+        app.runtime_domain_request_status = DomainRequestStatus.PENDING_MANUAL_DNS
     with harness.console() as client:
         url = f"https://game.apps.{SERVICE}/api/svc/webhook"
+        early = client.post("/api/developer/apps/game/webhooks", json={"url": url})
+        assert early.status_code == 422, early.text
+        assert early.json()["rule"] == "runtime_not_active"
+        with transaction(harness.sessions) as session:
+            app = session.scalars(select(App).where(App.slug == "game")).one()
+            app.runtime_domain_request_status = DomainRequestStatus.APPROVED
         answer = client.post("/api/developer/apps/game/webhooks", json={"url": url})
         assert answer.status_code == 201, answer.text
         assert answer.json()["webhook"]["url"] == url
