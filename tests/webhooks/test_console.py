@@ -30,6 +30,8 @@ def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Itera
 def test_console_webhook_page(world: PayWorld) -> None:
     with receiver(lambda n, event: "fail" if n == 0 else "ok") as hook, \
             console(world, developer_of(world)) as client:
+        app_page = client.get("/apps/game")
+        assert app_page.status_code == 200 and 'href="/apps/game/webhooks"' in app_page.text
         empty = client.get("/apps/game/webhooks")
         assert empty.status_code == 200 and "No webhook endpoint yet" in empty.text
         webhook, hook.secret = create_endpoint(client, "game", hook.url)
