@@ -232,9 +232,10 @@ def router_env(database_url: str, port: int) -> dict[str, str]:
         "SVCSRV_APPS_PORT": str(port), "SVCSRV_BASE_URL": f"http://api.{base}",
         "SVCSRV_PORTAL_URL": f"http://portal.{base}", "SVCSRV_CONSOLE_URL": f"http://console.{base}",
         "SVCSRV_DOCS_URL": f"http://docs.{base}",
-        # Settlement/relay workers off in the server: production runs them as their own
-        # processes (`svc-ops`), and pgbench settles nothing either.
-        "SVCSRV_CHAIN_WORKERS": "0",
+        # Settlement/relay workers and the webhook dispatcher off in the server: production
+        # on PostgreSQL runs them as their own processes (`svc-ops`), and pgbench settles
+        # and sends nothing either.
+        "SVCSRV_CHAIN_WORKERS": "0", "SVCSRV_WEBHOOK_WORKERS": "0",
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", ""))
                                       if p),
     })
@@ -246,7 +247,8 @@ ROUTER_ENV_DOC = ("SVCSRV_MODE=dev SVCSRV_DATABASE_URL=postgresql://postgres@127
                   "SVCSRV_BASE_URL=http://api.localhost:<port> "
                   "SVCSRV_PORTAL_URL=http://portal.localhost:<port> "
                   "SVCSRV_CONSOLE_URL=http://console.localhost:<port> "
-                  "SVCSRV_DOCS_URL=http://docs.localhost:<port> SVCSRV_CHAIN_WORKERS=0")
+                  "SVCSRV_DOCS_URL=http://docs.localhost:<port> SVCSRV_CHAIN_WORKERS=0 "
+                  "SVCSRV_WEBHOOK_WORKERS=0")
 
 
 def start_router(database_url: str, tmp: Path, profile_out: Path | None = None) -> Router:
@@ -928,8 +930,10 @@ def render(info: dict[str, str], route: list[Run], pgb: list[Run], options: argp
         "127.0.0.1.",
         f"- product route: `{ROUTER_ENV_DOC} .venv/bin/svc-server serve` (one uvicorn process, "
         "uvloop, httptools, SQLAlchemy pool 10 + 20 overflow with pre-ping, anyio worker "
-        "threads; chain settlement/relay workers off in the server process, as in production where "
-        "they run as their own `svc-ops` processes, and pgbench settles nothing either). "
+        f"threads, {os.environ.get('SVCSRV_DB_WORKERS', '4')} database worker slots; chain "
+        "settlement/relay workers and the webhook dispatcher off in the server process, as in "
+        "production on PostgreSQL where they run as their own `svc-ops` processes, and pgbench "
+        "settles and sends nothing either). "
         "Payment codes pre-issued with `payments.ledger.codes.issue(session, "
         "CodeKind.PAYMENT, ...)` bound to the product (authorizations round-robin). Client: "
         f"this script, aiohttp on uvloop, {c} concurrent keep-alive requests, each "

@@ -23,53 +23,23 @@ WAKE = {"svc_webhook_wake": True}  # execution option: wake the dispatcher after
 CHANNEL = "svc_webhooks"  # PostgreSQL NOTIFY channel of dispatchers in other processes
 
 
-class CommitWakeup:
-    def __init__(self, wake: Callable[[], None]) -> None:
-        self._wake = wake
-        self._pending = threading.local()
+class _OutboxWrites:
+    """Notes, per thread, a transaction that wrote an outbox row (or carried ``WAKE``) and
+    calls ``_fire`` at ``_COMMIT_EVENT``; a rollback forgets the note."""
 
-    def install(self, engine: Engine, sessions: sessionmaker[Session]) -> None:
-        event.listen(engine, "after_execute", self._after_execute)
-        event.listen(sessions, "after_commit", self._after_commit)
-        event.listen(sessions, "after_rollback", self._forget)
-
-    def remove(self, engine: Engine, sessions: sessionmaker[Session]) -> None:
-        event.remove(engine, "after_execute", self._after_execute)
-        event.remove(sessions, "after_commit", self._after_commit)
-        event.remove(sessions, "after_rollback", self._forget)
-
-    def _after_execute(self, conn: Any, clause: Any, multiparams: Any, params: Any,
-                       options: Any, result: Any) -> None:
-        if ((isinstance(clause, Insert) and getattr(clause.table, "name", None) == _TABLE)
-                or options.get("svc_webhook_wake")):
-            self._pending.flag = True
-
-    def _after_commit(self, session: Session) -> None:
-        if getattr(self._pending, "flag", False):
-            self._pending.flag = False
-            self._wake()
-
-    def _forget(self, session: Session) -> None:
-        self._pending.flag = False
-
-
-class NotifyOnCommit:
-    """PostgreSQL, for dispatchers in other processes (``svc-ops webhooks run``): a
-    transaction that wrote an outbox row also says ``NOTIFY svc_webhooks``, which the server
-    delivers to listeners when (and only if) the transaction commits. One statement more in
-    such a transaction; docs/webhooks.md has the measurement."""
+    _COMMIT_EVENT = "after_commit"
 
     def __init__(self) -> None:
         self._pending = threading.local()
 
     def install(self, engine: Engine, sessions: sessionmaker[Session]) -> None:
         event.listen(engine, "after_execute", self._after_execute)
-        event.listen(sessions, "before_commit", self._before_commit)
+        event.listen(sessions, self._COMMIT_EVENT, self._committing)
         event.listen(sessions, "after_rollback", self._forget)
 
     def remove(self, engine: Engine, sessions: sessionmaker[Session]) -> None:
         event.remove(engine, "after_execute", self._after_execute)
-        event.remove(sessions, "before_commit", self._before_commit)
+        event.remove(sessions, self._COMMIT_EVENT, self._committing)
         event.remove(sessions, "after_rollback", self._forget)
 
     def _after_execute(self, conn: Any, clause: Any, multiparams: Any, params: Any,
@@ -78,10 +48,36 @@ class NotifyOnCommit:
                 or options.get("svc_webhook_wake")):
             self._pending.flag = True
 
-    def _before_commit(self, session: Session) -> None:
+    def _committing(self, session: Session) -> None:
         if getattr(self._pending, "flag", False):
             self._pending.flag = False
-            session.execute(text(f"NOTIFY {CHANNEL}"))
+            self._fire(session)
 
     def _forget(self, session: Session) -> None:
         self._pending.flag = False
+
+    def _fire(self, session: Session) -> None:
+        raise NotImplementedError
+
+
+class CommitWakeup(_OutboxWrites):
+    """Wakes this process's dispatcher once the rows are visible (after the commit)."""
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        super().__init__()
+        self._wake = wake
+
+    def _fire(self, session: Session) -> None:
+        self._wake()
+
+
+class NotifyOnCommit(_OutboxWrites):
+    """PostgreSQL, for dispatchers in other processes (``svc-ops webhooks run``): a
+    transaction that wrote an outbox row also says ``NOTIFY svc_webhooks``, which the server
+    delivers to listeners when (and only if) the transaction commits. One statement more in
+    such a transaction; docs/webhooks.md has the measurement."""
+
+    _COMMIT_EVENT = "before_commit"  # NOTIFY must be part of the transaction it announces
+
+    def _fire(self, session: Session) -> None:
+        session.execute(text(f"NOTIFY {CHANNEL}"))

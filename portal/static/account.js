@@ -205,13 +205,7 @@
       .then(function () { window.location.reload(); }, fail);
   }
 
-  // Enabled only now that they do something (the page renders them disabled).
-  $("connect").addEventListener("click", function () { connect("browser"); });
-  $("connect").disabled = false;
-  if ($("dev-wallet")) {
-    $("dev-wallet").addEventListener("click", function () { connect("dev"); });
-    $("dev-wallet").disabled = false;
-  }
+  P.enableWalletButtons(connect);
   $("verify").addEventListener("click", verify);
   $("renew").addEventListener("click", function () {
     $("renew-form").hidden = false;

@@ -132,13 +132,7 @@
       });
   }
 
-  // Enabled only now that they do something (the page renders them disabled).
-  $("connect").addEventListener("click", function () { connect("browser"); });
-  $("connect").disabled = false;
-  if ($("dev-wallet")) {
-    $("dev-wallet").addEventListener("click", function () { connect("dev"); });
-    $("dev-wallet").disabled = false;
-  }
+  P.enableWalletButtons(connect);
   $("amount").addEventListener("change", describePlain);
   $("days").addEventListener("change", describePlain);
   $("budget-form").addEventListener("submit", signPermit);

@@ -167,6 +167,18 @@
     if (id === "error") { node.hidden = !text; }
   }
 
+  /* The page renders its wallet buttons disabled; they are enabled only once they do
+     something (a click before the page script ran did nothing). */
+  function enableWalletButtons(connect) {
+    var kinds = {"connect": "browser", "dev-wallet": "dev"};
+    Object.keys(kinds).forEach(function (id) {
+      var button = document.getElementById(id);
+      if (!button) { return; }
+      button.addEventListener("click", function () { connect(kinds[id]); });
+      button.disabled = false;
+    });
+  }
+
   function permitDeadline(days) {
     return Math.floor(Date.now() / 1000) + days * 86400;
   }
@@ -174,5 +186,6 @@
   window.SvcPortal = {data: data, el: el, replace: replace, usdc: usdc, call: call, api: api,
                       payments: payments, shortAddress: shortAddress, plainDate: plainDate,
                       checkPermit: checkPermit, wallet: wallet, describe: describe, show: show,
-                      permitDeadline: permitDeadline, Failure: Failure};
+                      permitDeadline: permitDeadline, Failure: Failure,
+                      enableWalletButtons: enableWalletButtons};
 })();
