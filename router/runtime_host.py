@@ -58,9 +58,11 @@ class RuntimeHost:
 
     async def _auth_return(self, scope: Scope, receive: Receive, send: Send, slug: str,
                            route: RuntimeRoute | None) -> None:
-        if route is None:
-            decision = gate(None)
-            await setup_page(slug, None, decision)(scope, receive, send)
+        decision = gate(route)
+        if route is None or not decision.open:
+            # No return URL on this host is accepted until it is served (same gate as the
+            # proxy), so a code can never have been sent here.
+            await setup_page(slug, route, decision)(scope, receive, send)
             return
         if scope["method"] not in ("GET", "HEAD"):
             await gateway_page(405, route.name, "Use GET for the authorization return.",

@@ -21,6 +21,7 @@ from aiohttp import web
 from playwright.sync_api import Browser, Page
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.models import DomainRequestStatus
 from tests.factories import add_app
 from tests.router.conftest import RouterFactory, RunningRouter
 from tests.support.browser import BrowserSession, browser_session, chromium, screenshot
@@ -241,6 +242,9 @@ def test_rejections_and_never_proxied(
         chrome: BrowserSession, db_url: str) -> None:
     add_app(sessions, "game", origin.url)
     add_app(sessions, "other", origin.url)
+    add_app(sessions, "waiting", origin.url,
+            runtime_domain_request_status=DomainRequestStatus.PENDING_MANUAL_DNS)
+    add_app(sessions, "paused", origin.url, kill_switch=True)
     with start_router() as router, router.client("game") as client:
         bad = {
             "slug mismatch": {"app": "other", "code": CODE},
@@ -258,6 +262,12 @@ def test_rejections_and_never_proxied(
         with router.client("nope") as unknown:
             assert unknown.get("/svc-auth-return", params={"app": "nope", "code": CODE}
                                ).status_code == 404
+        # A host that is not served shows its setup page: no return URL there is accepted.
+        for slug in ("waiting", "paused"):
+            with router.client(slug) as unserved:
+                page = unserved.get("/svc-auth-return", params={"app": slug, "code": CODE})
+                assert page.status_code == 503, slug
+                assert CODE not in page.text and "sessionStorage" not in page.text
         for method in ("POST", "PUT", "DELETE", "PATCH"):
             response = client.request(method, return_path(), content=b"x")
             assert response.status_code == 405, method
