@@ -3,7 +3,9 @@
 They talk to the JSON-RPC chain of the settings. The in-process chain lives inside the
 server process (its workers run there), so these commands refuse it. Owner transactions
 (the allowlist) need the owner key: read from ``--owner-key-file`` or typed at a prompt,
-never taken from the command line (which ``ps`` shows) and never printed.
+never taken from the command line (which ``ps`` shows) and never printed. They are operator
+decisions like those of ``ops.runtime``: ``--operator`` (else ``$USER``) is checked before
+anything is sent, and the transaction is recorded in ``operator_actions`` once mined.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from ops.runtime import operator_name, operator_option
 from payments.chain.allowlist import set_allowed_recipient, sync_allowlist
 from payments.chain.batching import BatchPolicy
 from payments.chain.budget_drift import budget_drift
@@ -26,7 +29,8 @@ from payments.chain.models import ChainFinding
 from payments.chain.params import ChainParams
 from payments.chain.reconcile import Reconciler
 from payments.chain.workers import ChainCycle
-from payments.db import utcnow
+from payments.db import transaction, utcnow
+from payments.runtime import operator as decide
 from router.settings import ENV_PREFIX, Settings
 
 
@@ -35,10 +39,12 @@ class OpsError(Exception):
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    who = operator_option()
     allow = sub.add_parser("allowlist", help="the spender's recipient allowlist")
     allow_sub = allow.add_subparsers(dest="action", required=True)
     for action in ("add", "remove"):
-        cmd = allow_sub.add_parser(action, help=f"{action} a recipient (owner transaction)")
+        cmd = allow_sub.add_parser(action, parents=[who],
+                                   help=f"{action} a recipient (owner transaction)")
         cmd.add_argument("address")
         cmd.add_argument("--owner-key-file", type=Path,
                          help="file holding the owner key (otherwise you are prompted)")
@@ -55,14 +61,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Session]) -> int:
-    chain = connect(settings)
     if args.command == "allowlist" and args.action in ("add", "remove"):
-        key = _owner_key(args.owner_key_file)
-        receipt = set_allowed_recipient(chain, key, args.address, args.action == "add")
-        statuses = sync_allowlist(sessions, chain, pay_to=args.address)
-        print(f"{args.action} {args.address}: tx {receipt.tx_hash} in block "
-              f"{receipt.block_number}; {len(statuses)} app(s) updated")
-    elif args.command == "allowlist":
+        return _set_allowed(args, settings, sessions)
+    chain = connect(settings)
+    if args.command == "allowlist":
         statuses = sync_allowlist(sessions, chain)
         for app_id, status in sorted(statuses.items()):
             print(f"{app_id}\t{status.value}")
@@ -85,6 +87,25 @@ def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Ses
     else:
         readiness = chain.readiness()
         print(json.dumps({"status": readiness.status, **readiness.detail}, indent=2))
+    return 0
+
+
+def _set_allowed(args: argparse.Namespace, settings: Settings,
+                 sessions: sessionmaker[Session]) -> int:
+    # The operator is checked first: a refusal after the transaction would leave an
+    # on-chain change nobody recorded. The record follows the receipt, before the sync
+    # (which reads the chain again and may fail on its own).
+    who = operator_name(args)
+    chain = connect(settings)
+    key = _owner_key(args.owner_key_file)
+    add = args.action == "add"
+    receipt = set_allowed_recipient(chain, key, args.address, add)
+    with transaction(sessions) as session:
+        decide.record_allowlist(session, who, utcnow(), address=args.address, add=add,
+                                tx_hash=receipt.tx_hash)
+    statuses = sync_allowlist(sessions, chain, pay_to=args.address)
+    print(f"{args.action} {args.address}: tx {receipt.tx_hash} in block "
+          f"{receipt.block_number}; {len(statuses)} app(s) updated; recorded for {who}")
     return 0
 
 

@@ -36,10 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = make_engine(settings.database_url)
     try:
         if args.command in ("allowlist", "chain"):
-            code = chain.run(args, settings, make_sessionmaker(engine))
-            if args.command == "allowlist" and args.action in ("add", "remove"):
-                review.record_allowlist_change(args, make_sessionmaker(engine))
-            return code
+            return chain.run(args, settings, make_sessionmaker(engine))
         if args.command in ("domain", "kill-switch"):
             return runtime.run(args, settings, make_sessionmaker(engine))
         if args.command == "webhooks":

@@ -138,12 +138,3 @@ def _notifications(args: argparse.Namespace, sessions: sessionmaker[Session]) ->
         if not rows:
             print("no open notifications")
     return 0
-
-
-
-def record_allowlist_change(args: argparse.Namespace, sessions: sessionmaker[Session]) -> None:
-    """After ``svc-ops allowlist add|remove`` (ops.chain) succeeded: who and when."""
-    who = operator_name(args)
-    with transaction(sessions) as session:
-        decide.record_allowlist(session, who, utcnow(), address=args.address,
-                                add=args.action == "add")

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from payments.errors import ApiError
-from payments.models import App, AppType, PayToStatus
+from payments.models import AllowlistStatus, App, AppType, PayToStatus
 from payments.slugs import check_slug, slugify
 
 _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
@@ -54,8 +54,12 @@ def create_app_record(
 
 
 def set_pay_to(app: App, address: str) -> None:
-    """Binding or changing ``pay_to`` (re)starts the review: status becomes ``testing``."""
+    """Binding or changing ``pay_to`` (re)starts the review: status becomes ``testing``.
+
+    The allowlist status was about the old address, so it becomes ``unknown`` (no payment
+    is accepted) until the chain worker reads the new one (payments.chain.allowlist)."""
     address = check_pay_to(address)
     if address != app.pay_to:
         app.pay_to = address
         app.pay_to_status = PayToStatus.TESTING
+        app.recipient_allowlist_status = AllowlistStatus.UNKNOWN

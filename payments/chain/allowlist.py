@@ -24,23 +24,41 @@ _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
 
 
 def sync_allowlist(sessions: sessionmaker[Session], chain: ChainGateway,
-                   pay_to: str | None = None) -> dict[str, AllowlistStatus]:
+                   pay_to: str | None = None, *,
+                   only_unknown: bool = False) -> dict[str, AllowlistStatus]:
     """Read the allowlist for every app with a valid ``pay_to`` (or only those paying
-    ``pay_to``); returns app id -> status, and stores the statuses that changed."""
+    ``pay_to``, or only those whose status is ``unknown``); returns app id -> status, and
+    stores the statuses that changed.
+
+    An app whose ``pay_to`` changed while the contract was being read keeps its (``unknown``)
+    status: what was read is about the old address."""
     with sessions() as session:
         query = select(App.id, App.pay_to).where(App.pay_to.is_not(None))
-        apps = [(app_id, address) for app_id, address in session.execute(query)
+        if only_unknown:
+            query = query.where(App.recipient_allowlist_status == AllowlistStatus.UNKNOWN)
+        apps = {app_id: address for app_id, address in session.execute(query)
                 if address and _ADDRESS_RE.match(address)
-                and (pay_to is None or address.lower() == pay_to.lower())]
+                and (pay_to is None or address.lower() == pay_to.lower())}
+    if not apps:
+        return {}
     allowed = {address.lower(): chain.allowed_recipient(address)
-               for address in {a for _, a in apps}}
+               for address in set(apps.values())}
     statuses = {app_id: AllowlistStatus.ALLOWED if allowed[address.lower()]
-                else AllowlistStatus.NOT_ALLOWED for app_id, address in apps}
+                else AllowlistStatus.NOT_ALLOWED for app_id, address in apps.items()}
     with transaction(sessions) as session:
-        for app in session.scalars(select(App).where(App.id.in_(statuses))):
-            if app.recipient_allowlist_status != statuses[app.id]:
+        for app in session.scalars(select(App).where(App.id.in_(statuses)).with_for_update()):
+            if (app.pay_to or "").lower() != apps[app.id].lower():
+                statuses.pop(app.id)
+            elif app.recipient_allowlist_status != statuses[app.id]:
                 app.recipient_allowlist_status = statuses[app.id]
     return statuses
+
+
+def sync_new_recipients(sessions: sessionmaker[Session], chain: ChainGateway) -> int:
+    """Each chain cycle: read the allowlist for apps whose ``pay_to`` is new (status
+    ``unknown``: a changed ``pay_to`` resets it, payments.apps.set_pay_to). Usually one
+    SELECT that finds nothing."""
+    return len(sync_allowlist(sessions, chain, only_unknown=True))
 
 
 def ledger_allowed(sessions: sessionmaker[Session]) -> set[str]:

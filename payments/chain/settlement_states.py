@@ -8,6 +8,7 @@ that drift with :func:`settle_charges` as well).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -24,6 +25,8 @@ from payments.models import App, Product, RiskMode
 
 ALLOWED = frozenset({(S.QUEUED, S.SETTLING), (S.SETTLING, S.SETTLED),
                      (S.SETTLING, S.FAILED), (S.FAILED, S.QUEUED)})
+
+log = logging.getLogger(__name__)
 
 
 class InvalidTransition(RuntimeError):
@@ -117,6 +120,10 @@ def record_finding(session: Session, kind: FindingKind, now: datetime, *,
                              batch_id=batch_id, tx_hash=tx_hash, detail=detail or {},
                              created_at=now))
     session.flush()
+    # Operators see findings in `svc-ops chain findings`; the log line is what alerting
+    # watches. Findings hold ids, hashes and addresses, never keys.
+    log.warning("chain finding %s: charge %s, batch %s, tx %s", kind.value, charge_seq,
+                batch_id, tx_hash)
     return True
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.chain.allowlist import sync_new_recipients
 from payments.chain.batching import BatchPolicy
 from payments.chain.gateway import ChainError, ChainGateway
 from payments.chain.reconcile import Reconciler
@@ -37,10 +38,12 @@ class ChainCycle:
     def build(cls, sessions: sessionmaker[Session], chain: ChainGateway, policy: BatchPolicy,
               on_relayed: OnRelayed = no_hook, reconcile_every: int = 60,
               extra: tuple[tuple[str, Callable[[], object]], ...] = ()) -> ChainCycle:
+        # New pay_to addresses are read from the allowlist before anything else runs.
+        steps = (*extra, ("allowlist", lambda: sync_new_recipients(sessions, chain)))
         return cls(Relayer(sessions, chain, on_relayed=on_relayed,
                            receipt_timeout=policy.receipt_timeout),
                    SettlementWorker(sessions, chain, policy=policy),
-                   Reconciler(sessions, chain), reconcile_every, extra)
+                   Reconciler(sessions, chain), reconcile_every, steps)
 
     def run(self) -> None:
         steps: list[tuple[str, Callable[[], object]]] = [

@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from eth_account import Account
 from sqlalchemy import select
+from web3 import HTTPProvider, Web3
 
 from ops.cli import main as svc_ops
 from payments.chain.json_rpc import JsonRpcChain
@@ -16,6 +18,7 @@ from payments.chain.reconcile import Reconciler
 from payments.db import make_engine, make_sessionmaker
 from payments.ledger.models import DeliveryStatus, RelayStatus, SettlementStatus
 from payments.models import AllowlistStatus, App
+from payments.runtime.models import OperatorAction
 from tests.chain.hardhat import OWNER_KEY, RELAYER_KEY, HardhatNode, hardhat_node
 from tests.chain.world import World, recipient, wallet
 
@@ -78,11 +81,11 @@ def test_permits_batches_and_reconciliation_over_json_rpc(rpc_world: World) -> N
         assert retry.last_error == "PairTransferFailed/ERC20InsufficientAllowance"
 
 
-def test_allowlist_commands_and_decoded_reverts(rpc_world: World, node: HardhatNode,
-                                                tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    world = rpc_world
-    engine_url = str(world.sessions.kw["bind"].url)
+@pytest.fixture
+def ops_env(rpc_world: World, node: HardhatNode, tmp_path: Path,
+            monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``svc-ops`` settings for the Hardhat node; returns the owner key file."""
+    engine_url = str(rpc_world.sessions.kw["bind"].url)
     for name, value in {"DATABASE_URL": engine_url, "CHAIN_BACKEND": "json_rpc",
                         "CHAIN_RPC_URL": node.url, "CHAIN_ID": str(node.params.chain_id),
                         "SPENDER_ADDRESS": node.params.spender,
@@ -90,14 +93,36 @@ def test_allowlist_commands_and_decoded_reverts(rpc_world: World, node: HardhatN
                         "USDC_VERSION": "1", "RELAYER_KEY": RELAYER_KEY,
                         "CHAIN_CONFIRMATIONS": "1"}.items():
         monkeypatch.setenv(f"SVCSRV_{name}", value)
+    monkeypatch.setenv("USER", "opsuser")
     key_file = tmp_path / "owner.key"
     key_file.write_text(OWNER_KEY.hex())
+    return key_file
+
+
+def allowlist_actions(world: World) -> list[tuple[str, str, str, list[str], str]]:
+    with world.sessions() as session:
+        rows = session.scalars(select(OperatorAction).order_by(OperatorAction.id)).all()
+        return [(r.operator, r.action.value, r.subject, r.detail["apps"], r.detail["txHash"])
+                for r in rows if r.action.value.startswith("allowlist_")]
+
+
+def app_id(world: World, slug: str) -> str:
+    with world.sessions() as session:
+        return session.scalars(select(App.id).where(App.slug == slug)).one()
+
+
+def test_allowlist_commands_and_decoded_reverts(rpc_world: World, ops_env: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    world, key_file = rpc_world, ops_env
+    before = allowlist_actions(world)
     carol = wallet(2)
     world.authorize(carol)
     world.relayer().run_once()
     refused = world.charge(carol, "other")
 
-    assert svc_ops(["allowlist", "remove", recipient(1), "--owner-key-file", str(key_file)]) == 0
+    assert svc_ops(["allowlist", "remove", recipient(1), "--owner-key-file", str(key_file),
+                    "--operator", "dana"]) == 0
+    assert "recorded for dana" in capsys.readouterr().out
     with world.sessions() as session:
         status = session.scalars(select(App.recipient_allowlist_status)
                                  .where(App.slug == "other")).one()
@@ -115,3 +140,33 @@ def test_allowlist_commands_and_decoded_reverts(rpc_world: World, node: HardhatN
         status = session.scalars(select(App.recipient_allowlist_status)
                                  .where(App.slug == "other")).one()
     assert status == AllowlistStatus.ALLOWED
+
+    # Each owner transaction is recorded: who (--operator, else $USER), what, the address,
+    # the apps paid there, and the mined transaction.
+    recorded = allowlist_actions(world)[len(before):]
+    other = [app_id(world, "other")]
+    assert [r[:4] for r in recorded] == [("dana", "allowlist_remove", recipient(1), other),
+                                         ("opsuser", "allowlist_add", recipient(1), other)]
+    for *_, tx_hash in recorded:
+        receipt = world.chain.receipt(tx_hash)
+        assert receipt is not None and receipt.status == 1
+
+
+@pytest.mark.parametrize("name", ["   ", "x" * 121])
+def test_allowlist_refuses_a_bad_operator_before_sending(
+        rpc_world: World, node: HardhatNode, ops_env: Path,
+        capsys: pytest.CaptureFixture[str], name: str) -> None:
+    world, key_file = rpc_world, ops_env
+    assert world.chain.allowed_recipient(recipient(0))
+    before = allowlist_actions(world)
+    eth = Web3(HTTPProvider(node.url)).eth
+    owner = Account.from_key(OWNER_KEY).address
+    nonce = eth.get_transaction_count(owner)
+
+    code = svc_ops(["allowlist", "remove", recipient(0), "--owner-key-file", str(key_file),
+                    "--operator", name])
+
+    assert code == 1 and "--operator NAME" in capsys.readouterr().err
+    assert eth.get_transaction_count(owner) == nonce  # nothing sent
+    assert world.chain.allowed_recipient(recipient(0))
+    assert allowlist_actions(world) == before

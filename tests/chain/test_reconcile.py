@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from typing import Any
 
@@ -102,15 +103,20 @@ def test_a_failed_charge_with_a_log_and_a_waiting_delivery_are_repaired(world: W
     ("owner_wallet", wallet(5).address.lower(), FindingKind.PAYER_MISMATCH),
 ])
 def test_money_drift_is_reported_not_repaired(world: World, column: str, value: object,
-                                              kind: FindingKind) -> None:
+                                              kind: FindingKind,
+                                              caplog: pytest.LogCaptureFixture) -> None:
     (seq,) = _settled(world)
     _tamper(world, seq, settlement_status=S.SETTLING, **{column: value})
 
-    report = Reconciler(world.sessions, world.chain).run()
+    with caplog.at_level(logging.WARNING, logger="payments.chain.settlement_states"):
+        report = Reconciler(world.sessions, world.chain).run()
+        Reconciler(world.sessions, world.chain).run()  # known: not logged again
 
     assert report.findings == [f"{kind.value}:{seq}"]
     assert _findings(world) == {kind: {seq}}
     assert world.statuses()[seq] == S.SETTLING  # left for an operator
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith(f"chain finding {kind.value}: charge {seq}, batch None, tx 0x")
 
 
 def test_a_transfer_in_another_token_is_reported(world: World) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import ipaddress
+from pathlib import Path
 
 import pytest
 
@@ -102,3 +105,19 @@ def test_smtp_password_never_in_repr() -> None:
     settings = load_settings({"SVCSRV_SMTP_HOST": "mail", "SVCSRV_SMTP_PASSWORD": "hunter2-pw"})
     assert settings.smtp_password == "hunter2-pw"
     assert "hunter2-pw" not in repr(settings)
+
+
+def test_every_setting_is_read_from_its_variable_and_documented() -> None:
+    """Each field but the derived ``service_hosts`` has a ``SVCSRV_<NAME>`` variable that
+    load_settings reads and docs/settings.md describes."""
+    doc = (Path(__file__).parents[2] / "docs" / "settings.md").read_text()
+    source = inspect.getsource(load_settings)
+    missing_doc, unread = [], []
+    for field in dataclasses.fields(Settings):
+        if field.name == "service_hosts":
+            continue
+        if f"`SVCSRV_{field.name.upper()}`" not in doc:
+            missing_doc.append(field.name)
+        if f'"{field.name}"' not in source and f'"{field.name.upper()}"' not in source:
+            unread.append(field.name)
+    assert missing_doc == [] and unread == []
