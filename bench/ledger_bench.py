@@ -221,7 +221,7 @@ class Router:
                 self.popen.wait(timeout=5)
 
 
-def router_env(database_url: str, port: int) -> dict[str, str]:
+def router_env(database_url: str, port: int, webhook_workers: bool = False) -> dict[str, str]:
     # SVCSRV_DB_WORKERS passes through, to compare settings; every other SVCSRV_ is fixed.
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("SVCSRV_") or k == "SVCSRV_DB_WORKERS"}
@@ -235,7 +235,8 @@ def router_env(database_url: str, port: int) -> dict[str, str]:
         # Settlement/relay workers and the webhook dispatcher off in the server: production
         # on PostgreSQL runs them as their own processes (`svc-ops`), and pgbench settles
         # and sends nothing either.
-        "SVCSRV_CHAIN_WORKERS": "0", "SVCSRV_WEBHOOK_WORKERS": "0",
+        "SVCSRV_CHAIN_WORKERS": "0",
+        "SVCSRV_WEBHOOK_WORKERS": "1" if webhook_workers else "0",
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", ""))
                                       if p),
     })
@@ -251,7 +252,8 @@ ROUTER_ENV_DOC = ("SVCSRV_MODE=dev SVCSRV_DATABASE_URL=postgresql://postgres@127
                   "SVCSRV_WEBHOOK_WORKERS=0")
 
 
-def start_router(database_url: str, tmp: Path, profile_out: Path | None = None) -> Router:
+def start_router(database_url: str, tmp: Path, profile_out: Path | None = None, *,
+                 webhook_workers: bool = False) -> Router:
     port = free_port()
     log = tmp / ("router-profiled.log" if profile_out else "router.log")
     if profile_out is None:
@@ -262,7 +264,8 @@ def start_router(database_url: str, tmp: Path, profile_out: Path | None = None) 
     with log.open("wb") as handle:
         popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, start_new_session=True,
-                                 env=router_env(database_url, port), cwd=str(ROOT))
+                                 env=router_env(database_url, port, webhook_workers),
+                                 cwd=str(ROOT))
     router = Router(popen, port, log)
     deadline = time.monotonic() + 90
     import http.client

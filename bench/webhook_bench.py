@@ -288,7 +288,7 @@ def main() -> int:
     receiver = Receiver()
     receiver.start()
     add_endpoint(database_url, world.app_id, receiver.url)
-    router = start_router(database_url, tmp)
+    router = start_router(database_url, tmp, webhook_workers=True)  # the subject
     rounds: list[tuple[float, float]] = []
     try:
         enqueue(database_url, world.app_id, 200)  # warm-up: connections, caches
