@@ -178,8 +178,10 @@ def portal_world(start_router: RouterFactory, sessions: sessionmaker[Session], *
             yield Portal(router, world, origin)
 
 
-def wait_for(page: Page, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll a Python-side condition, letting Playwright deliver events meanwhile."""
+def wait_for(page: Page, condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll a Python-side condition, letting Playwright deliver events meanwhile. The limit
+    is generous (an audit saw 10 s run out at load average 10); a met condition returns at
+    once."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
