@@ -28,9 +28,16 @@ from payments.chain.gateway import (
 from payments.chain.journal import Dropped, Mined, resolve
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
 from payments.chain.settlement import signed_tx
+from payments.chain.settlement_states import abandon_charges
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
-from payments.ledger.models import Authorization, RelayStatus
+from payments.ledger.models import (
+    Authorization,
+    AuthorizationStatus,
+    Charge,
+    RelayStatus,
+    SettlementStatus,
+)
 from payments.ledger.permits import Permit, verify_permit
 
 log = logging.getLogger(__name__)
@@ -173,6 +180,8 @@ class Relayer:
             assert authorization is not None
             _set_status(authorization, tx.kind,
                         RelayStatus.RELAYED if reason is None else RelayStatus.FAILED)
+            if reason is not None and tx.kind is TxKind.PERMIT:
+                _permit_failed(session, authorization, reason, self._clock())
             owner, value = authorization.owner_wallet, authorization.value_atomic
         if reason is None and tx.kind is TxKind.PERMIT:
             self._on_relayed(owner, value)
@@ -189,6 +198,9 @@ class Relayer:
             if authorization is None or _status(authorization, job.kind) != RelayStatus.PENDING:
                 return 0
             _set_status(authorization, job.kind, status)
+            if status is RelayStatus.FAILED and job.kind is TxKind.PERMIT:
+                _permit_failed(session, authorization, reason or "permit refused",
+                               self._clock())
             if reason is not None:
                 session.add(ChainTransaction(kind=job.kind, status=TxStatus.REFUSED,
                                              tx_hash=tx_hash, error=reason[:300],
@@ -200,6 +212,21 @@ class Relayer:
         elif job.kind is TxKind.PERMIT:
             self._on_relayed(job.owner, job.value)
         return 1
+
+
+def _permit_failed(session: Session, authorization: Authorization, reason: str,
+                   now: datetime) -> None:
+    """A budget whose permit could not be relayed backs nothing: it stops taking charges
+    (revoked) and the charges it took are failed for good, in the transaction that records
+    the failure. Settling them would spend what is left of an earlier permit's allowance,
+    which the user gave to another budget."""
+    if authorization.status == AuthorizationStatus.ACTIVE:
+        authorization.status = AuthorizationStatus.REVOKED
+    charges = session.scalars(
+        select(Charge).where(Charge.authorization_id == authorization.id,
+                             Charge.settlement_status == SettlementStatus.QUEUED)
+        .with_for_update()).all()
+    abandon_charges(session, charges, f"permit relay failed: {reason}", now)
 
 
 def _job(authorization: Authorization, kind: TxKind) -> _Job:

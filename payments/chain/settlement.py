@@ -187,13 +187,14 @@ class SettlementWorker:
 
     def _claim(self) -> _Claim | None:
         now = self._clock()
-        relay_pending = select(Authorization.id).where(
-            Authorization.relay_status == RelayStatus.PENDING)
+        # Only charges whose budget's permit is on chain: before that (pending) the
+        # allowance is not there yet, and a failed relay's charges are abandoned.
         with transaction(self._sessions) as session:
             charges = list(session.scalars(
                 select(Charge)
+                .join(Authorization, Authorization.id == Charge.authorization_id)
                 .where(Charge.settlement_status == SettlementStatus.QUEUED,
-                       Charge.authorization_id.not_in(relay_pending))
+                       Authorization.relay_status == RelayStatus.RELAYED)
                 .order_by(Charge.seq).limit(self._policy.max_charges)
                 .with_for_update(of=Charge, skip_locked=True)))
             oldest = min((c.created_at for c in charges), default=None)

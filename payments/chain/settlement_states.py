@@ -89,6 +89,30 @@ def fail_charges(session: Session, charges: Sequence[Charge], reason: str, now: 
             delivery.status = DeliveryStatus.FAILED
 
 
+def abandon_charges(session: Session, charges: Sequence[Charge], reason: str,
+                    now: datetime) -> None:
+    """Failed for good, never retried: nothing can ever pay them (their budget's permit
+    could not be relayed). A finding for each, and ``settled_first`` deliveries failed.
+    ``queued`` charges pass through ``settling``: spec 3.2 has no other way into ``failed``."""
+    for charge in charges:
+        if charge.settlement_status == S.QUEUED:
+            move(charge, S.SETTLING)
+        move(charge, S.FAILED)
+        retry = session.get(ChargeRetry, charge.seq)
+        if retry is None:
+            retry = ChargeRetry(charge_seq=charge.seq, attempts=0)
+            session.add(retry)
+        retry.last_error = reason[:300]
+        retry.next_attempt_at = None
+        retry.updated_at = now
+        record_finding(session, FindingKind.RETRIES_EXHAUSTED, now, charge_seq=charge.seq,
+                       detail={"attempts": retry.attempts, "reason": reason})
+    for _, delivery, _, product in _context(session, charges):
+        if (product.risk_mode == RiskMode.SETTLED_FIRST
+                and delivery.status == DeliveryStatus.AWAITING_SETTLEMENT):
+            delivery.status = DeliveryStatus.FAILED
+
+
 def release_charges(session: Session, charges: Sequence[Charge]) -> None:
     """Back to ``queued`` through ``failed``, blaming nobody: no transaction ran them."""
     for charge in charges:

@@ -1,0 +1,232 @@
+"""Relayer edges: its own signature check, crash-safe revokes, and ``payment.simulated``."""
+
+from __future__ import annotations
+
+import pytest
+from eth_account import Account
+from eth_utils.address import to_checksum_address
+from sqlalchemy import select, update
+
+from payments.chain.models import (
+    ChainFinding,
+    ChainTransaction,
+    ChargeRetry,
+    FindingKind,
+    TxKind,
+    TxStatus,
+)
+from payments.chain.params import in_process_params
+from payments.db import transaction
+from payments.ledger.authorizations import active_authorization
+from payments.ledger.models import (
+    Authorization,
+    AuthorizationStatus,
+    Charge,
+    Delivery,
+    RelayStatus,
+    SettlementStatus,
+    WebhookEvent,
+)
+from payments.ledger.views import event_payload
+from payments.models import App, Product
+from router.app import chain_params
+from router.settings import Settings
+from tests.chain.world import Crash, World, crash_at, recipient, wallet
+
+SPENDER = in_process_params().spender
+
+
+def _relayer_sends(world: World) -> int:
+    """Transactions the relayer key has had mined: every send costs one."""
+    return int(world.evm.w3.eth.get_transaction_count(to_checksum_address(world.chain.relayer)))
+
+
+def _txs(world: World, authorization_id: str) -> list[ChainTransaction]:
+    with world.sessions() as session:
+        return list(session.scalars(select(ChainTransaction).where(
+            ChainTransaction.authorization_id == authorization_id)
+            .order_by(ChainTransaction.id)))
+
+
+# -- the relayer's own signature check --------------------------------------------------
+
+
+def test_a_permit_tampered_after_acceptance_is_refused_and_never_sent(world: World) -> None:
+    user, forger = wallet(0), wallet(7)
+    auth = world.authorize(user)  # the ledger verified the real signature here
+    seq = world.charge(user)
+    row = world.authorization(auth)
+    # Same message, someone else's key: well-formed, and it recovers the wrong owner.
+    forged = world.sign_permit(forger, row.value_atomic, nonce=row.nonce,
+                               deadline=int(row.deadline.timestamp()))
+    with transaction(world.sessions) as session:
+        session.execute(update(Authorization).where(Authorization.id == auth)
+                        .values(signature=forged["signature"]))
+    sends, paid_before = _relayer_sends(world), world.balance(recipient(0))
+
+    assert world.relayer().run_once() == 1
+
+    assert world.authorization(auth).relay_status == RelayStatus.FAILED
+    assert world.authorization(auth).relay_tx_hash is None
+    (refused,) = _txs(world, auth)
+    # The off-chain check decided, not a simulated revert (that would say ERC2612InvalidSigner).
+    assert (refused.kind, refused.status, refused.error) == (
+        TxKind.PERMIT, TxStatus.REFUSED, "invalid permit signature")
+    assert refused.tx_hash is None and refused.raw is None
+    assert _relayer_sends(world) == sends  # nothing signed was sent
+    assert world.chain.permit_nonce(user.address) == 0
+    assert world.chain.allowance(user.address) == 0
+
+    worker = world.worker()
+    worker.run_once()
+    worker.run_once()
+    assert world.relayer().run_once() == 0  # refused once, not retried
+
+    # The budget backs nothing: revoked, its charge failed for good (a finding, no retry),
+    # no money moved and no batch was even sent (the relayer key sent nothing at all).
+    assert world.authorization(auth).status == AuthorizationStatus.REVOKED
+    assert world.statuses()[seq] == SettlementStatus.FAILED
+    _assert_abandoned(world, seq)
+    with world.sessions() as session:  # nothing left to charge against
+        assert active_authorization(session, user.address, SPENDER) is None
+    assert world.balance(recipient(0)) == paid_before
+    assert _relayer_sends(world) == sends
+    assert world.chain.charge_settled_logs(0, world.chain.block_number()) == []
+    assert world.chain.allowance(user.address) == 0
+
+
+def _assert_abandoned(world: World, seq: int) -> None:
+    with world.sessions() as session:
+        retry = session.get(ChargeRetry, seq)
+        assert retry is not None and retry.next_attempt_at is None
+        assert (retry.last_error or "").startswith("permit relay failed")
+        kinds = session.scalars(select(ChainFinding.kind).where(
+            ChainFinding.charge_seq == seq)).all()
+    assert kinds == [FindingKind.RETRIES_EXHAUSTED]
+
+
+def test_a_refused_renewal_never_spends_the_earlier_budgets_allowance(world: World) -> None:
+    user = wallet(0)
+    world.authorize(user)
+    world.relayer().run_once()
+    first = world.charge(user)
+    world.settle()
+    assert world.statuses()[first] == SettlementStatus.SETTLED
+    allowance, paid = world.chain.allowance(user.address), world.balance(recipient(0))
+    assert allowance > 0  # what is left of the first permit
+
+    renewal = world.authorize(user, 2_000_000, fund=False)  # supersedes the first budget
+    row = world.authorization(renewal)
+    forged = world.sign_permit(wallet(7), row.value_atomic, nonce=row.nonce,
+                               deadline=int(row.deadline.timestamp()))
+    with transaction(world.sessions) as session:
+        session.execute(update(Authorization).where(Authorization.id == renewal)
+                        .values(signature=forged["signature"]))
+    second = world.charge(user)  # taken while the renewal's permit is pending
+    world.settle()
+
+    assert world.authorization(renewal).relay_status == RelayStatus.FAILED
+    assert world.authorization(renewal).status == AuthorizationStatus.REVOKED
+    assert world.statuses()[second] == SettlementStatus.FAILED
+    _assert_abandoned(world, second)
+    assert world.chain.allowance(user.address) == allowance  # nothing spent from it
+    assert world.balance(recipient(0)) == paid
+
+
+# -- payment.simulated --------------------------------------------------------------------
+
+
+def test_events_of_an_in_process_charge_say_simulated(world: World) -> None:
+    user = wallet(0)
+    world.authorize(user)
+    seq = world.charge(user)
+    world.settle()
+    assert world.statuses()[seq] == SettlementStatus.SETTLED
+
+    with world.sessions() as session:
+        payloads = {event.type: event.payload for event in session.scalars(
+            select(WebhookEvent).join(Delivery, WebhookEvent.delivery_id == Delivery.id)
+            .where(Delivery.charge_seq == seq))}
+    assert set(payloads) == {"payment.delivered", "payment.settled"}
+    for payload in payloads.values():
+        assert payload["payment"]["simulated"] is True
+        assert payload["payment"]["budgetSpender"] == SPENDER
+
+
+def test_json_rpc_params_make_events_not_simulated(world: World) -> None:
+    spender = Account.create().address
+    settings = Settings(chain_backend="json_rpc", chain_rpc_url="http://127.0.0.1:8545",
+                        spender_address=spender)
+    params = chain_params(settings)
+    assert params.simulated is False
+    assert chain_params(Settings()).simulated is True
+
+    user = wallet(0)
+    world.authorize(user)
+    seq = world.charge(user)
+    with world.sessions() as session:
+        event = session.scalars(select(WebhookEvent)).one()
+        delivery = session.get(Delivery, event.delivery_id)
+        assert delivery is not None and delivery.charge_seq == seq
+        charge = session.get(Charge, seq)
+        app, product = session.get(App, delivery.app_id), session.get(Product, delivery.product_id)
+        assert charge is not None and app is not None and product is not None
+        payload = event_payload("evt_x", event.type, event.created_at, app, product, charge,
+                                delivery, params)
+    assert payload["payment"]["simulated"] is False
+    assert payload["payment"]["budgetSpender"] == spender
+
+
+# -- crash safety of the revoke relay -----------------------------------------------------
+
+
+@pytest.mark.parametrize("step", ["signed", "recorded", "broadcast"])
+def test_revoke_relay_crash_at_each_step_sends_one_revoke(world: World, step: str) -> None:
+    user = wallet(0)
+    auth = world.authorize(user)
+    world.relayer().run_once()
+    assert world.chain.allowance(user.address) == 1_000_000
+    world.revoke(user, nonce=1)
+    sends = _relayer_sends(world)
+
+    with pytest.raises(Crash):
+        world.relayer(crash_at(step)).run_once()
+    world.relayer().run_once()
+    assert world.relayer().run_once() == 0  # nothing left over
+
+    row = world.authorization(auth)
+    assert (row.relay_status, row.revoke_relay_status) == (RelayStatus.RELAYED,
+                                                           RelayStatus.RELAYED)
+    revokes = [tx for tx in _txs(world, auth) if tx.kind is TxKind.REVOKE]
+    assert [tx.status for tx in revokes] == [TxStatus.CONFIRMED]
+    receipt = world.chain.receipt(str(revokes[0].tx_hash))
+    assert receipt is not None and receipt.succeeded
+    assert _relayer_sends(world) == sends + 1  # one revoke on chain, never a second
+    assert world.chain.permit_nonce(user.address) == 2
+    assert world.chain.allowance(user.address) == 0
+
+
+def test_a_recorded_revoke_whose_nonce_went_elsewhere_is_sent_once_more(world: World) -> None:
+    user, other = wallet(0), wallet(1)
+    auth = world.authorize(user)
+    world.authorize(other)
+    world.relayer().run_once()
+    world.charge(other)
+    world.revoke(user, nonce=1)
+    sends = _relayer_sends(world)
+    with pytest.raises(Crash):
+        world.relayer(crash_at("recorded")).run_once()  # signed and recorded, never sent
+    (lost,) = [tx for tx in _txs(world, auth) if tx.kind is TxKind.REVOKE]
+    # Before the relayer restarts, the settlement worker's batch takes that same nonce.
+    assert len(world.worker().run_once().batches) == 1
+
+    world.relayer().run_once()
+
+    revokes = [tx for tx in _txs(world, auth) if tx.kind is TxKind.REVOKE]
+    assert [(tx.id, tx.status) for tx in revokes] == [(lost.id, TxStatus.DROPPED),
+                                                     (revokes[1].id, TxStatus.CONFIRMED)]
+    assert revokes[1].nonce == (lost.nonce or 0) + 1
+    assert world.chain.receipt(str(lost.tx_hash)) is None
+    assert world.authorization(auth).revoke_relay_status == RelayStatus.RELAYED
+    assert _relayer_sends(world) == sends + 2  # the batch and one revoke
+    assert world.chain.allowance(user.address) == 0
