@@ -42,6 +42,7 @@ def test_event_payload(session: Session, app: App, params: ChainParams,
         "app": {"id": app.id, "slug": app.slug, "name": app.name,
                 "environment": app.environment, "payTo": app.pay_to},
         "product": product_view,
+        # No payment stands behind a test event on any chain: it is always simulated.
         "payment": {"mode": PAYMENT_MODE, "simulated": True, "settlementStatus": "queued",
                     "traceId": None, "budgetSpender": params.spender, "payTo": app.pay_to},
         "delivery": {
