@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +22,7 @@ import uvicorn
 from eth_account import Account
 from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
-from playwright.sync_api import BrowserContext, Page
+from playwright.sync_api import BrowserContext
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -32,6 +32,8 @@ from payments.models import DomainRequestStatus, RuntimeStatus
 from tests.factories import update_app
 from tests.ledger.flow import PARAMS, PayWorld, build_world
 from tests.support.browser import BrowserSession
+from tests.support.browser import assert_clean as assert_clean  # re-exported for the tests
+from tests.support.browser import wait_for as wait_for  # re-exported for the tests
 from tests.support.router import RouterFactory, RunningRouter
 from tests.support.services import free_port
 
@@ -176,23 +178,6 @@ def portal_world(start_router: RouterFactory, sessions: sessionmaker[Session], *
                        runtime_status=RuntimeStatus.ACTIVE,
                        runtime_domain_request_status=DomainRequestStatus.APPROVED)
             yield Portal(router, world, origin)
-
-
-def wait_for(page: Page, condition: Callable[[], bool], timeout: float = 30.0) -> None:
-    """Poll a Python-side condition, letting Playwright deliver events meanwhile. The limit
-    is generous (an audit saw 10 s run out at load average 10); a met condition returns at
-    once."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        page.wait_for_timeout(25)
-
-
-def assert_clean(chrome: BrowserSession) -> None:
-    """Every page ran under its CSP: nothing refused, nothing thrown."""
-    assert chrome.log.csp_violations() == []
-    assert chrome.log.errors == []
 
 
 def record_hosts(chrome: BrowserSession) -> set[str]:

@@ -11,20 +11,26 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
 import pytest
 from aiohttp import web
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.models import DomainRequestStatus
 from tests.factories import add_app
 from tests.router.conftest import RouterFactory, RunningRouter
-from tests.support.browser import BrowserSession, browser_session, chromium, screenshot
+from tests.support.browser import (
+    BrowserSession,
+    assert_clean,
+    browser_session,
+    chromium,
+    screenshot,
+    wait_for,
+)
 from tests.support.servers import AiohttpServer
 
 CODE = "zsum_" + "A1b2-C3d4.E5f6_G7h8~" * 2
@@ -113,21 +119,6 @@ def page_with_target(router: RunningRouter, slug: str, page: str, target: str) -
     return runtime(router, slug, f"{page}?target={quote(target, safe='')}")
 
 
-def wait_until(page: Page, condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll a Python-side condition, letting Playwright deliver events meanwhile."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        page.wait_for_timeout(25)
-
-
-def assert_clean(chrome: BrowserSession) -> None:
-    """The return page ran under its CSP: nothing refused, nothing thrown."""
-    assert chrome.log.csp_violations() == []
-    assert chrome.log.errors == []
-
-
 def expected_message(router: RunningRouter) -> list[dict[str, object]]:
     return [{"data": {"type": "svc:auth-return", "app": "game", "code": CODE},
              "origin": f"http://{router.host('game')}"}]
@@ -183,7 +174,7 @@ def test_other_origin_never_receives_the_code(
         # framed by another origin: frame-ancestors 'self' refuses to render it at all
         framed = chrome.new_page()
         framed.goto(page_with_target(router, "other", "/modal", target))
-        wait_until(framed, lambda: any("frame-ancestors" in t for t in chrome.log.texts()))
+        wait_for(framed, lambda: any("frame-ancestors" in t for t in chrome.log.texts()))
         # opened as a popup by another origin: postMessage aims at the runtime origin only
         opener = chrome.new_page()
         opener.goto(page_with_target(router, "other", "/opener", target))
@@ -197,7 +188,7 @@ def test_other_origin_never_receives_the_code(
         def dropped() -> bool:
             return any("postMessage" in t and "does not match the recipient window's origin"
                        in t for t in chrome.log.texts())
-        wait_until(opener, lambda: dropped() or opener.evaluate("window.__got.length") > 0)
+        wait_for(opener, lambda: dropped() or opener.evaluate("window.__got.length") > 0)
         assert opener.evaluate("window.__got") == []
         assert dropped()
         assert framed.evaluate("window.__got") == []

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,3 +120,20 @@ def screenshot(target: Page | Locator, name: str) -> Path:
     else:
         target.screenshot(path=str(path))
     return path
+
+
+def wait_for(page: Page, condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll a Python-side condition, letting Playwright deliver events meanwhile. The limit
+    is generous (an audit saw 10 s run out at load average 10); a met condition returns at
+    once."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        page.wait_for_timeout(25)
+
+
+def assert_clean(chrome: BrowserSession) -> None:
+    """Every page ran under its CSP: nothing refused, nothing thrown."""
+    assert chrome.log.csp_violations() == []
+    assert chrome.log.errors == []

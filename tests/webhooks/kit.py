@@ -26,6 +26,8 @@ from payments.ids import IdPrefix, new_id
 from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
 from payments.models import App
 from payments.webhooks import outbox
+from payments.webhooks.models import WebhookEndpoint
+from payments.webhooks.signing_secrets import SecretBox
 from tests.factories import open_console_session
 from tests.ledger.flow import PayWorld, wallet
 from tests.support.servers import AiohttpServer
@@ -234,3 +236,19 @@ def grant_token(sessions: sessionmaker[Session], developer_id: str, app_slug: st
 def api_client(world: PayWorld, token: str) -> httpx.Client:
     return httpx.Client(base_url=world.router.url, timeout=30, headers={
         "host": f"api.localhost:{world.router.port}", "authorization": f"Bearer {token}"})
+
+
+def app_with_endpoint(sessions: sessionmaker[Session], slug: str, url: str, secret: str,
+                      server_secret: str) -> App:
+    """An app whose endpoint (``url``, ``payment.delivered``) signs with ``secret``, sealed
+    as a server with ``server_secret`` would seal it: for dispatchers in other processes."""
+    with transaction(sessions) as session:
+        app = App(name=slug.title(), slug=slug)
+        session.add(app)
+        session.flush()
+        endpoint_id = new_id(IdPrefix.WEBHOOK)
+        session.add(WebhookEndpoint(
+            id=endpoint_id, app_id=app.id, url=url, events=["payment.delivered"],
+            secret_sealed=SecretBox(server_secret).seal(secret, endpoint_id),
+            secret_preview=f"zwhsec_…{secret[-4:]}", secret_created_at=utcnow()))
+    return app

@@ -19,15 +19,17 @@ import httpx
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.db import make_engine, make_sessionmaker, transaction, utcnow
-from payments.ids import IdPrefix, new_id
+from payments.db import make_engine, make_sessionmaker
 from payments.ledger.models import AttemptStatus
-from payments.models import App
-from payments.webhooks.models import WebhookEndpoint
-from payments.webhooks.signing_secrets import SecretBox
 from tests.conftest import fresh_pg_database
 from tests.support.services import free_port
-from tests.webhooks.kit import attempts, enqueue_events, receiver, wait_until
+from tests.webhooks.kit import (
+    app_with_endpoint,
+    attempts,
+    enqueue_events,
+    receiver,
+    wait_until,
+)
 
 EVENTS = 1000
 SERVER_SECRET = "crash-test-server-secret-0123456789abcdef"
@@ -76,16 +78,7 @@ def test_kill_9_mid_delivery_loses_nothing(pg_url: str, sessions: sessionmaker[S
     with receiver() as hook:
         hook.delay = 0.2  # ~250 requests in flight at any moment
         hook.secret = SECRET
-        box = SecretBox(SERVER_SECRET)
-        with transaction(sessions) as session:
-            app = App(name="Crash", slug="crash")
-            session.add(app)
-            session.flush()
-            endpoint_id = new_id(IdPrefix.WEBHOOK)
-            session.add(WebhookEndpoint(
-                id=endpoint_id, app_id=app.id, url=hook.url, events=["payment.delivered"],
-                secret_sealed=box.seal(SECRET, endpoint_id), secret_preview="zwhsec_…cccc",
-                secret_created_at=utcnow()))
+        app = app_with_endpoint(sessions, "crash", hook.url, SECRET, SERVER_SECRET)
         ids = set(enqueue_events(sessions, app, EVENTS))
         port = free_port()
         first = serve(pg_url, port, tmp_path)

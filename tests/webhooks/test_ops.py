@@ -10,13 +10,14 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.db import transaction, utcnow
-from payments.ids import IdPrefix, new_id
 from payments.ledger.models import AttemptStatus
-from payments.models import App
-from payments.webhooks.models import WebhookEndpoint
-from payments.webhooks.signing_secrets import SecretBox
-from tests.webhooks.kit import attempts, enqueue_events, receiver, wait_until
+from tests.webhooks.kit import (
+    app_with_endpoint,
+    attempts,
+    enqueue_events,
+    receiver,
+    wait_until,
+)
 
 SERVER_SECRET = "ops-test-server-secret-0123456789abcdef"
 SECRET = "zwhsec_" + "d" * 64
@@ -30,16 +31,7 @@ def test_ops_dispatcher_delivers_and_stops_cleanly(db_url: str,
                 "SVCSRV_WEBHOOK_POLL_INTERVAL": "0.05"})
     with receiver() as hook:
         hook.secret = SECRET
-        box = SecretBox(SERVER_SECRET)
-        with transaction(sessions) as session:
-            app = App(name="Ops", slug="ops")
-            session.add(app)
-            session.flush()
-            endpoint_id = new_id(IdPrefix.WEBHOOK)
-            session.add(WebhookEndpoint(
-                id=endpoint_id, app_id=app.id, url=hook.url, events=["payment.delivered"],
-                secret_sealed=box.seal(SECRET, endpoint_id), secret_preview="zwhsec_…dddd",
-                secret_created_at=utcnow()))
+        app = app_with_endpoint(sessions, "ops", hook.url, SECRET, SERVER_SECRET)
         ids = set(enqueue_events(sessions, app, 20))
         status = subprocess.run([OPS, "webhooks", "status"], env=env, capture_output=True,
                                 text=True, timeout=60, check=True)
