@@ -273,3 +273,28 @@ def test_grant_redeem_only_once_under_concurrency(sessions: sessionmaker[Session
     assert results.count("granted") == 1
     with sessions() as session:
         assert len(session.scalars(select(CliGrant)).all()) == 1
+
+
+def test_a_grant_is_not_an_api_key(world: World) -> None:
+    """Handoffs, orders, charges, deliveries and receipts need a zpk_ key (spec 5.3): a
+    valid grant with every scope it may hold is refused there, in either header."""
+    token = world.grant("game", list(grants.CLI_SCOPES))
+    key = "order-1-abcdefgh"
+    requests = [("POST", "/api/orders", {"productId": "zprod_x", "developerUserId": "u",
+                                         "idempotencyKey": key}),
+                ("GET", "/api/orders/zord_x", None),
+                ("GET", "/api/deliveries/ztdlv_x", None),
+                ("GET", "/api/receipts/0x" + "0" * 64, None),
+                ("POST", "/api/account-handoffs", {
+                    "appSlug": "game", "merchantUserId": "u",
+                    "returnUrl": "http://portal.localhost/game"}),
+                ("POST", "/api/charges", {"productId": "zprod_x", "accountConnectionId": "zconn_x",
+                                          "idempotencyKey": key})]
+    with world.api() as api:
+        assert api.get("/api/developer/me", headers={
+            "authorization": f"Bearer {token}"}).status_code == 200  # the grant is valid
+        for method, path, body in requests:
+            for header in ({"authorization": f"Bearer {token}"}, {"x-svc-secret-key": token}):
+                answer = api.request(method, path, json=body, headers=header)
+                assert (answer.status_code, answer.json()["code"]) == (
+                    401, "valid_api_key_required"), (method, path, header)
