@@ -29,7 +29,8 @@ PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
 
 def wallet(seed: int) -> LocalAccount:
-    return Account.from_key((seed + 1000).to_bytes(32, "big"))
+    account: LocalAccount = Account.from_key((seed + 1000).to_bytes(32, "big"))
+    return account
 
 
 def sign_permit(account: LocalAccount, value: int, nonce: int = 0,
