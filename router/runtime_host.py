@@ -41,9 +41,6 @@ class RuntimeHost:
             await gateway_page(503, slug, "The service is temporarily unavailable.")(
                 scope, receive, send)
             return
-        if scope["type"] == "http" and scope["path"].rstrip("/") == AUTH_RETURN_PATH:
-            await self._auth_return(scope, receive, send, slug, route)
-            return
         decision = gate(route)
         if scope["type"] == "websocket":
             if decision.open and route is not None:
@@ -52,18 +49,17 @@ class RuntimeHost:
                 await send({"type": "websocket.close", "code": WS_NOT_SERVED})
             return
         if not decision.open or route is None:
+            # /svc-auth-return included: no return URL on this host is accepted until it is
+            # served, so a code can never have been sent here.
             await setup_page(slug, route, decision)(scope, receive, send)
+            return
+        if scope["path"].rstrip("/") == AUTH_RETURN_PATH:
+            await self._auth_return(scope, receive, send, route)
             return
         await self._http(scope, receive, send, route)
 
-    async def _auth_return(self, scope: Scope, receive: Receive, send: Send, slug: str,
-                           route: RuntimeRoute | None) -> None:
-        decision = gate(route)
-        if route is None or not decision.open:
-            # No return URL on this host is accepted until it is served (same gate as the
-            # proxy), so a code can never have been sent here.
-            await setup_page(slug, route, decision)(scope, receive, send)
-            return
+    async def _auth_return(self, scope: Scope, receive: Receive, send: Send,
+                           route: RuntimeRoute) -> None:
         if scope["method"] not in ("GET", "HEAD"):
             await gateway_page(405, route.name, "Use GET for the authorization return.",
                                headers={"allow": "GET, HEAD"})(scope, receive, send)

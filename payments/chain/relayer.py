@@ -178,10 +178,9 @@ class Relayer:
             tx.block_number, tx.error, tx.resolved_at = receipt.block_number, reason, self._clock()
             authorization = session.get(Authorization, tx.authorization_id, with_for_update=True)
             assert authorization is not None
-            _set_status(authorization, tx.kind,
-                        RelayStatus.RELAYED if reason is None else RelayStatus.FAILED)
-            if reason is not None and tx.kind is TxKind.PERMIT:
-                _permit_failed(session, authorization, reason, self._clock())
+            _set_status(session, authorization, tx.kind,
+                        RelayStatus.RELAYED if reason is None else RelayStatus.FAILED,
+                        reason, self._clock())
             owner, value = authorization.owner_wallet, authorization.value_atomic
         if reason is None and tx.kind is TxKind.PERMIT:
             self._on_relayed(owner, value)
@@ -197,10 +196,7 @@ class Relayer:
                                         with_for_update=True)
             if authorization is None or _status(authorization, job.kind) != RelayStatus.PENDING:
                 return 0
-            _set_status(authorization, job.kind, status)
-            if status is RelayStatus.FAILED and job.kind is TxKind.PERMIT:
-                _permit_failed(session, authorization, reason or "permit refused",
-                               self._clock())
+            _set_status(session, authorization, job.kind, status, reason, self._clock())
             if reason is not None:
                 session.add(ChainTransaction(kind=job.kind, status=TxStatus.REFUSED,
                                              tx_hash=tx_hash, error=reason[:300],
@@ -249,8 +245,11 @@ def _status(authorization: Authorization, kind: TxKind) -> RelayStatus | None:
     return authorization.revoke_relay_status
 
 
-def _set_status(authorization: Authorization, kind: TxKind, status: RelayStatus) -> None:
+def _set_status(session: Session, authorization: Authorization, kind: TxKind,
+                status: RelayStatus, reason: str | None, now: datetime) -> None:
     if kind is TxKind.PERMIT:
         authorization.relay_status = status
+        if status is RelayStatus.FAILED:
+            _permit_failed(session, authorization, reason or "permit refused", now)
     else:
         authorization.revoke_relay_status = status

@@ -70,23 +70,7 @@ def fail_charges(session: Session, charges: Sequence[Charge], reason: str, now: 
                  policy: BatchPolicy) -> None:
     """The chain refused them: failed, a retry scheduled (or a finding once out of retries),
     and ``settled_first`` deliveries failed: the developer must not fulfil them."""
-    for charge in charges:
-        move(charge, S.FAILED)
-        retry = session.get(ChargeRetry, charge.seq)
-        if retry is None:
-            retry = ChargeRetry(charge_seq=charge.seq, attempts=0)
-            session.add(retry)
-        retry.attempts += 1
-        retry.last_error = reason[:300]
-        retry.next_attempt_at = next_retry(retry.attempts, now, policy)
-        retry.updated_at = now
-        if retry.next_attempt_at is None:
-            record_finding(session, FindingKind.RETRIES_EXHAUSTED, now, charge_seq=charge.seq,
-                           detail={"attempts": retry.attempts, "reason": reason})
-    for _, delivery, _, product in _context(session, charges):
-        if (product.risk_mode == RiskMode.SETTLED_FIRST
-                and delivery.status == DeliveryStatus.AWAITING_SETTLEMENT):
-            delivery.status = DeliveryStatus.FAILED
+    _fail(session, charges, reason, now, policy)
 
 
 def abandon_charges(session: Session, charges: Sequence[Charge], reason: str,
@@ -97,16 +81,28 @@ def abandon_charges(session: Session, charges: Sequence[Charge], reason: str,
     for charge in charges:
         if charge.settlement_status == S.QUEUED:
             move(charge, S.SETTLING)
+    _fail(session, charges, reason, now, None)
+
+
+def _fail(session: Session, charges: Sequence[Charge], reason: str, now: datetime,
+          policy: BatchPolicy | None) -> None:
+    """``failed``, with the retry ``policy`` schedules (an attempt counted) or, without one,
+    none; a finding when no retry follows."""
+    for charge in charges:
         move(charge, S.FAILED)
         retry = session.get(ChargeRetry, charge.seq)
         if retry is None:
             retry = ChargeRetry(charge_seq=charge.seq, attempts=0)
             session.add(retry)
+        if policy is not None:
+            retry.attempts += 1
         retry.last_error = reason[:300]
-        retry.next_attempt_at = None
+        retry.next_attempt_at = (None if policy is None
+                                 else next_retry(retry.attempts, now, policy))
         retry.updated_at = now
-        record_finding(session, FindingKind.RETRIES_EXHAUSTED, now, charge_seq=charge.seq,
-                       detail={"attempts": retry.attempts, "reason": reason})
+        if retry.next_attempt_at is None:
+            record_finding(session, FindingKind.RETRIES_EXHAUSTED, now, charge_seq=charge.seq,
+                           detail={"attempts": retry.attempts, "reason": reason})
     for _, delivery, _, product in _context(session, charges):
         if (product.risk_mode == RiskMode.SETTLED_FIRST
                 and delivery.status == DeliveryStatus.AWAITING_SETTLEMENT):
