@@ -42,3 +42,11 @@ def pg_world(pg_admin_url: str, pg_template: str) -> Iterator[World]:
     built.add_app("game", recipient(0))
     yield built
     engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_world(request: pytest.FixtureRequest) -> World:
+    """``world`` and then ``pg_world``: for what decides over money in one transaction."""
+    fixture = "world" if request.param == "sqlite" else "pg_world"
+    world: World = request.getfixturevalue(fixture)
+    return world

@@ -75,7 +75,8 @@ def _vrs(signature: str) -> tuple[int, bytes, bytes]:
     return raw[64], raw[:32], raw[32:64]
 
 
-def test_a_changed_pay_to_is_not_paid_until_its_allowlist_entry_is_read(world: World) -> None:
+def test_a_changed_pay_to_is_not_paid_until_its_allowlist_entry_is_read(any_world: World) -> None:
+    world = any_world
     alice = wallet(0)
     world.authorize(alice)
     world.relayer().run_once()
@@ -101,7 +102,8 @@ def test_a_changed_pay_to_is_not_paid_until_its_allowlist_entry_is_read(world: W
     assert [p.lower() for p in paid] == [recipient(0).lower(), recipient(3).lower()]
 
 
-def test_the_allowlist_read_is_dropped_when_pay_to_changed_meanwhile(world: World) -> None:
+def test_the_allowlist_read_is_dropped_when_pay_to_changed_meanwhile(any_world: World) -> None:
+    world = any_world
     world.add_app("moving", recipient(1), allowlisted=False)
     with transaction(world.sessions) as session:
         app = session.scalars(select(App).where(App.slug == "moving")).one()

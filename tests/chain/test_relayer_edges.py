@@ -51,7 +51,8 @@ def _txs(world: World, authorization_id: str) -> list[ChainTransaction]:
 # -- the relayer's own signature check --------------------------------------------------
 
 
-def test_a_permit_tampered_after_acceptance_is_refused_and_never_sent(world: World) -> None:
+def test_a_permit_tampered_after_acceptance_is_refused_and_never_sent(any_world: World) -> None:
+    world = any_world
     user, forger = wallet(0), wallet(7)
     auth = world.authorize(user)  # the ledger verified the real signature here
     seq = world.charge(user)
@@ -105,7 +106,8 @@ def _assert_abandoned(world: World, seq: int) -> None:
     assert kinds == [FindingKind.RETRIES_EXHAUSTED]
 
 
-def test_a_refused_renewal_never_spends_the_earlier_budgets_allowance(world: World) -> None:
+def test_a_refused_renewal_never_spends_the_earlier_budgets_allowance(any_world: World) -> None:
+    world = any_world
     user = wallet(0)
     world.authorize(user)
     world.relayer().run_once()

@@ -29,10 +29,7 @@ class World:
     org_id: str
 
     def api(self, token: str | None = None) -> httpx.Client:
-        headers = {"host": f"api.localhost:{self.router.port}"}
-        if token:
-            headers["authorization"] = f"Bearer {token}"
-        return httpx.Client(base_url=self.router.url, headers=headers, timeout=10)
+        return self.router.api(token)
 
     def console(self) -> httpx.Client:
         cookie, csrf = open_console_session(self.sessions, self.developer_id)

@@ -60,10 +60,7 @@ class World:
     clock: FrozenClock
 
     def api(self, token: str | None = None) -> httpx.Client:
-        headers = {"host": f"api.localhost:{self.router.port}"}
-        if token:
-            headers["authorization"] = f"Bearer {token}"
-        return httpx.Client(base_url=self.router.url, headers=headers, timeout=10)
+        return self.router.api(token)
 
     def console(self) -> tuple[httpx.Client, str]:
         """A signed-in console client (JSON calls carry the CSRF header) and its CSRF token."""

@@ -5,7 +5,6 @@ binding through a backend handoff, and the dev wallet."""
 from __future__ import annotations
 
 import re
-from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -20,16 +19,18 @@ from payments.models import AppStatus
 from router.settings import DEV_SECRET_KEY
 from tests.factories import update_app
 from tests.ledger.flow import sign_permit, start_handoff
-from tests.portal.wallet_world import Portal, assert_clean, new_wallet, portal_world, wait_for
+from tests.portal.wallet_world import (
+    Portal,
+    assert_clean,
+    authorize_url,
+    new_wallet,
+    portal_world,
+    wait_for,
+)
 from tests.support.browser import BrowserSession, screenshot
 from tests.support.router import RouterFactory
 
 SQLITE_ONLY = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-
-
-def authorize_url(portal: Portal, return_url: str | None = None, **extra: str) -> str:
-    query = {"app": "game", "return": return_url or f"{portal.url}/game", **extra}
-    return f"{portal.url}/authorize?{urlencode(query)}"
 
 
 def portal_client(portal: Portal) -> httpx.Client:

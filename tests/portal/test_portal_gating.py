@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlencode
 
 import httpx
 import pytest
@@ -21,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.models import AppStatus, ListingStatus
 from tests.factories import add_app
-from tests.portal.wallet_world import assert_clean, portal_world, wait_for
+from tests.portal.wallet_world import assert_clean, authorize_url, portal_world, wait_for
 from tests.support.browser import BrowserSession
 from tests.support.router import RouterFactory, RunningRouter
 
@@ -118,8 +117,7 @@ def test_authorize_with_the_keyboard_only(
         chrome: BrowserSession) -> None:
     with portal_world(start_router, sessions) as portal:
         page = chrome.new_page()
-        query = urlencode({"app": "game", "return": f"{portal.url}/game"})
-        page.goto(f"{portal.url}/authorize?{query}")
+        page.goto(authorize_url(portal))
         expect(page.locator("#dev-wallet")).to_be_enabled()  # the scripts have run
 
         # Connect wallet: reached by Tab, Enter runs it (no extension here, so it says so).

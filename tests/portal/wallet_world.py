@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import uvicorn
 from eth_account import Account
@@ -178,6 +178,13 @@ def portal_world(start_router: RouterFactory, sessions: sessionmaker[Session], *
                        runtime_status=RuntimeStatus.ACTIVE,
                        runtime_domain_request_status=DomainRequestStatus.APPROVED)
             yield Portal(router, world, origin)
+
+
+def authorize_url(portal: Portal, return_url: str | None = None, **extra: str) -> str:
+    """The portal's authorize page for the app ``game``, back to its hosted entry unless
+    ``return_url`` says otherwise."""
+    query = {"app": "game", "return": return_url or f"{portal.url}/game", **extra}
+    return f"{portal.url}/authorize?{urlencode(query)}"
 
 
 def record_hosts(chrome: BrowserSession) -> set[str]:

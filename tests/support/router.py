@@ -30,6 +30,14 @@ class RunningRouter:
         return httpx.Client(base_url=self.url, headers={"host": self.host(slug)},
                             follow_redirects=False, timeout=30, **kwargs)
 
+    def api(self, token: str | None = None) -> httpx.Client:
+        """A client of the API host, with ``token`` (a ``zcli_`` grant, a ``zpk_`` key) as
+        its bearer when given."""
+        headers = {"host": f"api.localhost:{self.port}"}
+        if token:
+            headers["authorization"] = f"Bearer {token}"
+        return httpx.Client(base_url=self.url, headers=headers, timeout=10)
+
 
 def router_settings(db_url: str, **overrides: Any) -> Settings:
     port = free_port()
