@@ -8,6 +8,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 
 from payments.chain.params import ChainParams
+from payments.dbapi import Compiled
 from payments.errors import ApiError
 from payments.ledger.models import (
     Authorization,
@@ -78,16 +79,24 @@ def unsettled_amount(session: Session, authorization_id: str) -> int:
     return int(total or 0)
 
 
-# Built once (constructing a statement costs more than running a cached one).
-_RESERVE = (
+# Compiled once, run on the driver's cursor (payments.dbapi): every payment's path.
+_BY_ID = Compiled(select(Authorization).where(Authorization.id == bindparam("id")))
+_RESERVE = Compiled(
     update(Authorization)
     .where(Authorization.id == bindparam("authorization_id"),
            Authorization.status == AuthorizationStatus.ACTIVE,
            Authorization.deadline > bindparam("now"),
            Authorization.spent_atomic + bindparam("amount") <= Authorization.value_atomic)
     .values(spent_atomic=Authorization.spent_atomic + bindparam("amount"))
-    .returning(Authorization.spent_atomic)
-    .execution_options(synchronize_session=False))
+    .returning(Authorization.spent_atomic))
+
+
+def current_authorization(session: Session, authorization_id: str) -> Authorization:
+    """The budget row as it is now, read-only (a detached copy, see payments.dbapi)."""
+    authorization = _BY_ID.entity(session, Authorization, {"id": authorization_id})
+    if authorization is None:
+        raise LookupError(f"authorization {authorization_id} does not exist")
+    return authorization
 
 
 def reserve(session: Session, authorization_id: str, amount: int,
@@ -98,8 +107,8 @@ def reserve(session: Session, authorization_id: str, amount: int,
     One conditional UPDATE: the database serializes concurrent reservations on the row,
     so the sum of reservations can never exceed the permit value.
     """
-    spent = session.execute(_RESERVE, {"authorization_id": authorization_id, "amount": amount,
-                                       "now": now}).scalar()
+    spent = _RESERVE.scalar(session, {"authorization_id": authorization_id, "amount": amount,
+                                      "now": now})
     return None if spent is None else int(spent)
 
 

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
+from payments.dbapi import Compiled
 from payments.developer.tokens import new_token, token_hash
 from payments.errors import ApiError
 from payments.ledger.models import AuthCode, CodeKind
@@ -48,13 +49,13 @@ def live_summary(session: Session, code: str, now: datetime) -> AuthCode:
     return record
 
 
-_CONSUME_PAYMENT = (
+# Compiled once, run on the driver's cursor (payments.dbapi): every payment's path.
+_CONSUME_PAYMENT = Compiled(
     update(AuthCode)
     .where(AuthCode.code_hash == bindparam("digest"), AuthCode.kind == CodeKind.PAYMENT,
            AuthCode.consumed_at.is_(None), AuthCode.expires_at > bindparam("now"))
     .values(consumed_at=bindparam("now"))
-    .returning(AuthCode)
-    .execution_options(synchronize_session=False))
+    .returning(AuthCode))
 
 
 def consume_payment_code(session: Session, code: str, now: datetime) -> AuthCode:
@@ -63,7 +64,7 @@ def consume_payment_code(session: Session, code: str, now: datetime) -> AuthCode
     One conditional UPDATE ... RETURNING on the hot path; the row is read again only to
     say why a code was refused."""
     digest = token_hash(code)
-    consumed = session.scalars(_CONSUME_PAYMENT, {"digest": digest, "now": now}).first()
+    consumed = _CONSUME_PAYMENT.entity(session, AuthCode, {"digest": digest, "now": now})
     if consumed is not None:
         return consumed
     record = session.scalar(select(AuthCode).where(AuthCode.code_hash == digest,

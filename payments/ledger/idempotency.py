@@ -9,20 +9,23 @@ import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import Table, bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
+from payments.dbapi import Compiled
 from payments.errors import ApiError
 from payments.ledger.models import IdempotencyRecord
 
 RETENTION = timedelta(days=30)
-# Built once: constructing a statement costs more CPU than executing a cached one.
-_FIND = select(IdempotencyRecord).where(IdempotencyRecord.app_id == bindparam("app_id"),
-                                        IdempotencyRecord.scope == bindparam("scope"),
-                                        IdempotencyRecord.key == bindparam("key"))
-_INSERT = insert(IdempotencyRecord)
+# Compiled once, run on the driver's cursor (payments.dbapi): every payment's path.
+_RECORDS = cast(Table, IdempotencyRecord.__table__)
+_FIND = Compiled(select(IdempotencyRecord).where(
+    IdempotencyRecord.app_id == bindparam("app_id"), IdempotencyRecord.scope == bindparam("scope"),
+    IdempotencyRecord.key == bindparam("key")))
+_EXPIRE = Compiled(delete(IdempotencyRecord).where(IdempotencyRecord.id == bindparam("id")))
+_INSERT = Compiled.insert(_RECORDS, insert(_RECORDS))
 MAX_KEY_LENGTH = 200
 
 
@@ -48,12 +51,12 @@ def fingerprint(request: dict[str, Any]) -> str:
 
 def replay(session: Session, app_id: str, scope: str, key: str, request_hash: str,
            now: datetime) -> Stored | None:
-    record = session.scalar(_FIND, {"app_id": app_id, "scope": scope, "key": key})
+    record = _FIND.entity(session, IdempotencyRecord,
+                          {"app_id": app_id, "scope": scope, "key": key})
     if record is None:
         return None
     if record.expires_at <= now:
-        session.delete(record)
-        session.flush()
+        _EXPIRE.run(session, {"id": record.id})
         return None
     if record.request_hash != request_hash:
         raise ApiError("IDEMPOTENCY_KEY_REUSED", 409, "This idempotencyKey was already used "
@@ -63,8 +66,8 @@ def replay(session: Session, app_id: str, scope: str, key: str, request_hash: st
 
 def remember(session: Session, app_id: str, scope: str, key: str, request_hash: str,
              status: int, body: dict[str, Any], now: datetime) -> None:
-    # Core, not session.add: one INSERT without a unit-of-work flush (the payment hot path).
-    session.connection().execute(_INSERT, {
+    # Not session.add: one INSERT without a unit-of-work flush (the payment hot path).
+    _INSERT.run(session, {
         "app_id": app_id, "scope": scope, "key": key, "request_hash": request_hash,
         "response_status": status, "response_body": body, "created_at": now,
         "expires_at": now + RETENTION})

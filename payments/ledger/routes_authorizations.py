@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from payments.dbapi import Compiled
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import field_str, read_json, required_str
@@ -50,11 +51,14 @@ from payments.slugs import is_valid_slug
 OWNER_PROOF_MAX_AGE_SECONDS = 300
 
 
-_APP_BY_SLUG = select(App).where(App.slug == bindparam("slug"))
+_APP_BY_SLUG = Compiled(select(App).where(App.slug == bindparam("slug")))
 
 
 def app_by_slug(session: Session, slug: str) -> App:
-    app = session.scalar(_APP_BY_SLUG, {"slug": slug}) if is_valid_slug(slug) else None
+    """The app named ``slug``, read-only: a detached copy of its row (on every payment's
+    path; see payments.dbapi), whose changes are not saved and whose relationships do not
+    load."""
+    app = _APP_BY_SLUG.entity(session, App, {"slug": slug}) if is_valid_slug(slug) else None
     if app is None:
         raise ApiError("app_not_found", 404, f"No app '{slug}'.")
     return app

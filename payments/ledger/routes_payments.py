@@ -15,12 +15,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from payments.dbapi import Compiled
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import atomic_amount, field_str, read_json, required_str
 from payments.ids import charge_id
 from payments.ledger import codes, idempotency
-from payments.ledger.authorizations import active_authorization, remaining
+from payments.ledger.authorizations import active_authorization, current_authorization, remaining
 from payments.ledger.charges import ChargeIntent, Recorded, record_charge
 from payments.ledger.config import LedgerConfig
 from payments.ledger.cors import Cors, preflight_route
@@ -41,8 +42,9 @@ from payments.ledger.return_urls import check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
 from payments.models import App, Pricing, Product, ProductStatus
 
-_PRODUCT_BY_SLUG = select(Product).where(Product.app_id == bindparam("app_id"),
-                                         Product.slug == bindparam("slug"))
+# Compiled once, run on the driver's cursor (payments.dbapi): every payment's path.
+_PRODUCT_BY_SLUG = Compiled(select(Product).where(Product.app_id == bindparam("app_id"),
+                                                  Product.slug == bindparam("slug")))
 
 
 def charge_response(recorded: Recorded, authorization: Authorization,
@@ -119,8 +121,9 @@ class PaymentRoutes:
             stored = idempotency.replay(session, app.id, "pay", key, request_hash, now)
             if stored is not None:
                 return stored.status, stored.body, code_audience(session, code)
-            product = session.scalar(_PRODUCT_BY_SLUG, {"app_id": app.id, "slug": product_slug}
-                                     ) if nameable(product_slug) else None
+            product = _PRODUCT_BY_SLUG.entity(
+                session, Product, {"app_id": app.id, "slug": product_slug}
+            ) if nameable(product_slug) else None
             if product is None or product.status != ProductStatus.ACTIVE:
                 raise ApiError("product_not_found", 404, f"No active product '{product_slug}' "
                                f"in app '{app_slug}'.")
@@ -146,8 +149,7 @@ class PaymentRoutes:
             if connection_id is not None and connection_id != record.connection_id:
                 raise ApiError("ACCOUNT_CONNECTION_MISMATCH", 409, "The accountConnectionId "
                                "differs from the connection of this payment code.")
-            authorization = session.get(Authorization, record.authorization_id)
-            assert authorization is not None
+            authorization = current_authorization(session, record.authorization_id)
             if wallet.lower() != authorization.owner_wallet:
                 raise ApiError("WALLET_MISMATCH", 403, "x-wallet-address is not the owner of "
                                "this authorization.")
