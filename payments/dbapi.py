@@ -10,8 +10,9 @@ parameter and result column. Each call then only converts the values and execute
 DBAPI connection under the session's transaction. The statements stay the ones defined
 in Core, so SQLite and PostgreSQL run the same statement definitions.
 
-Only for simple statements: bound parameters by name, no expanding ``IN``, no Python-side
-column defaults (an INSERT must be given every column it writes, or it fails loudly).
+Only for simple statements: bound parameters by name, no expanding ``IN``, and no computed
+Python-side defaults: an INSERT must be given every computed column it writes, an UPDATE
+every ``onupdate`` column, or it fails loudly (KeyError) instead of writing a gap.
 """
 
 from __future__ import annotations
