@@ -33,10 +33,11 @@ Processor = Callable[[Any], Any] | None
 class _Plan:
     """One statement, compiled for one dialect."""
 
-    __slots__ = ("binds", "constants", "names", "positional", "results", "sql")
+    __slots__ = ("binds", "constants", "names", "positional", "results", "sql", "statement")
 
     def __init__(self, statement: ClauseElement, dialect: Dialect,
                  column_keys: Sequence[str] | None) -> None:
+        self.statement = statement
         compiled = statement.compile(dialect=dialect,
                                      column_keys=list(column_keys) if column_keys else None)
         assert isinstance(compiled, SQLCompiler)
@@ -124,6 +125,11 @@ class Compiled:
         if self._defaults:
             values = {**self._defaults, **values}
         cursor.execute(plan.sql, plan.parameters(values))
+        after = connection.dispatch.after_execute
+        if after:
+            # The engine's after_execute listeners still see every statement (the webhook
+            # wakeup watches for outbox INSERTs); they get no Result, as there is none.
+            after(connection, plan.statement, (), values, {}, None)
         return plan, cursor
 
     def run(self, session: Session, values: Mapping[str, Any]) -> int:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import cast
 
 import pytest
-from sqlalchemy import Table, bindparam, insert, inspect, select, update
+from sqlalchemy import Table, bindparam, event, insert, inspect, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import transaction
@@ -101,3 +101,26 @@ def test_returning_and_literal_parameters(sessions: sessionmaker[Session]) -> No
     with transaction(sessions) as session:
         app = session.scalars(select(App).where(App.slug == "counted")).one()
         assert app.kill_switch is True and app.updated_at == now
+
+
+def test_engine_listeners_see_the_statement(sessions: sessionmaker[Session]) -> None:
+    """after_execute listeners (the webhook wakeup watches for outbox INSERTs) are told of
+    every statement run here, with the Core statement itself."""
+    app = add_app(sessions, "listened")
+    seen: list[object] = []
+
+    def listener(conn: object, clause: object, *_: object) -> None:
+        seen.append(clause)
+    engine = sessions.kw["bind"]
+    event.listen(engine, "after_execute", listener)
+    try:
+        now = datetime.now(UTC)
+        statement = insert(_RECORDS)
+        with transaction(sessions) as session:
+            Compiled.insert(_RECORDS, statement).run(session, {
+                "app_id": app.id, "scope": "pay", "key": "k", "request_hash": "h" * 64,
+                "response_status": 201, "response_body": {}, "created_at": now,
+                "expires_at": now})
+    finally:
+        event.remove(engine, "after_execute", listener)
+    assert statement in seen
