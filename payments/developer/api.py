@@ -19,7 +19,7 @@ from starlette.routing import Route
 from payments.apps import set_pay_to
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
-from payments.developer.auth import Principal, authenticate, credentials
+from payments.developer.auth import Principal, authenticate, credentials, enforce_for_developer
 from payments.developer.keys import create_key, revoke_key
 from payments.developer.models import ApiKey, CliGrant
 from payments.developer.services import DeveloperServices
@@ -28,7 +28,7 @@ from payments.errors import ApiError
 from payments.http import field_int, field_str, field_str_list, read_json, required_str
 from payments.models import App, AppType, Product
 from payments.products import TEMPLATES, apply_product_fields, create_product, product_view
-from payments.ratelimit import enforce
+from payments.ratelimit import Limit, enforce
 
 RuntimeUrl = Callable[[str], str]
 
@@ -44,8 +44,11 @@ class DeveloperApi:
         self.runtime_url = runtime_url
         self.accept_session = accept_session
 
-    async def _as(self, request: Request, work: Callable[[Session, Principal], Any]) -> Any:
+    async def _as(self, request: Request, work: Callable[[Session, Principal], Any],
+                  limit: Limit | None = None) -> Any:
         creds = credentials(request, accept_session=self.accept_session)
+        if limit is not None:
+            await enforce_for_developer(self.s, creds, limit)
         now = self.s.clock()
 
         def unit(session: Session) -> Any:
@@ -229,7 +232,6 @@ class DeveloperApi:
         label = field_str(body, "label", required=False, max_length=120, default="")
         scopes = field_str_list(body, "scopes")
         environment = field_str(body, "environment", required=False, default="test")
-        await enforce(self.s.limiter(), self.s.limits.key_management, client_ip(request))
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "keys:create")
@@ -240,12 +242,11 @@ class DeveloperApi:
                                  created_by=who.developer_id, now=self.s.clock())
             # The only response that ever carries the secret.
             return {"key": key_view(created.key), "secret": created.secret}
-        return JSONResponse(await self._as(request, work), status_code=201,
-                            headers={"cache-control": "no-store"})
+        return JSONResponse(await self._as(request, work, self.s.limits.key_management),
+                            status_code=201, headers={"cache-control": "no-store"})
 
     async def revoke_key(self, request: Request) -> Response:
         ref, key_id = request.path_params["app"], request.path_params["key"]
-        await enforce(self.s.limiter(), self.s.limits.key_management, client_ip(request))
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "keys:create")
@@ -255,7 +256,7 @@ class DeveloperApi:
                 raise ApiError("key_not_found", 404, f"No API key '{key_id}' on this app.")
             revoke_key(key, self.s.clock())
             return {"key": key_view(key)}
-        return JSONResponse(await self._as(request, work))
+        return JSONResponse(await self._as(request, work, self.s.limits.key_management))
 
     async def start_cli_request(self, request: Request) -> Response:
         body = await read_json(request)
@@ -301,12 +302,11 @@ class DeveloperApi:
             raise ApiError("invalid_field", 422, "'decision' must be approve or deny.",
                            field="decision")
         app_ref = field_str(body, "app", required=False, max_length=63)
-        await enforce(self.s.limiter(), self.s.limits.grant_approval, client_ip(request))
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             who.require_session("Approving a CLI sign-in")
             return answer_cli_request(session, who, code, decision, app_ref, self.s.clock())
-        return JSONResponse(await self._as(request, work))
+        return JSONResponse(await self._as(request, work, self.s.limits.grant_approval))
 
     async def current_grant(self, request: Request) -> Response:
         def work(session: Session, who: Principal) -> dict[str, Any]:

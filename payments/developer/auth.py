@@ -17,11 +17,13 @@ from starlette.requests import Request
 from payments.developer.accounts import organization_ids
 from payments.developer.grants import grant_for_token, require_grant_scope
 from payments.developer.models import CliGrant, ConsoleSession
+from payments.developer.services import DeveloperServices
 from payments.developer.sessions import SessionPolicy, load_session
 from payments.developer.tokens import same
 from payments.errors import ApiError
 from payments.ids import IdPrefix
 from payments.models import App
+from payments.ratelimit import Limit, enforce
 
 SESSION_COOKIE = "svc_console"
 CSRF_HEADER = "x-csrf-token"
@@ -104,3 +106,25 @@ def check_csrf(record: ConsoleSession, token: str | None, origin: str | None,
         raise ApiError("csrf_failed", 403, "Cross-origin requests to the console are refused.")
     if not token or not same(token, record.csrf_token):
         raise ApiError("csrf_failed", 403, "Missing or wrong CSRF token; reload the page.")
+
+
+async def enforce_for_developer(services: DeveloperServices, creds: Credentials,
+                                limit: Limit) -> None:
+    """Count a hit on ``limit`` for the caller's developer account, once it is known who
+    the caller is.
+
+    Counted after authentication and per account, not per address: a request without
+    valid credentials gets its 401 and uses up nobody's budget, and developers behind one
+    address (an office, a CI provider) do not share one.
+    """
+    now = services.clock()
+
+    def who(session: Session) -> str:
+        return authenticate(session, creds, now, services.policy,
+                            services.console_url).developer_id
+    await enforce(services.limiter(), limit, limit_key(await services.run(who)))
+
+
+def limit_key(developer_id: str) -> str:
+    """Whose budget a developer's limited calls spend (see enforce_for_developer)."""
+    return f"developer:{developer_id}"

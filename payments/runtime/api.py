@@ -24,12 +24,12 @@ from manifest.fetch import OriginClient
 from manifest.rules import MAX_PATH_LENGTH, is_concrete_path
 from manifest.url_policy import UrlRefused, check_runtime_origin
 from manifest.verify import Report, verify_runtime
-from payments.developer.auth import Principal, authenticate, credentials
+from payments.developer.auth import Principal, authenticate, credentials, enforce_for_developer
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import field_str, read_json
 from payments.models import App
-from payments.ratelimit import Limit, enforce
+from payments.ratelimit import Limit
 from payments.runtime import operations
 from payments.runtime.views import runtime_view
 
@@ -73,6 +73,10 @@ class RuntimeApi:
             Route(f"{p}/domain-request", self.request_domain, methods=["POST"]),
         ]
 
+    async def _limit(self, request: Request, limit: Limit) -> None:
+        await enforce_for_developer(
+            self.s, credentials(request, accept_session=self.accept_session), limit)
+
     async def _as(self, request: Request, work: Callable[[Session, Principal], T]) -> T:
         creds = credentials(request, accept_session=self.accept_session)
         now = self.s.clock()
@@ -105,7 +109,7 @@ class RuntimeApi:
         origin = self._origin(field_str(body, "origin", max_length=2048))
         app_path = _path(body, "appPath")
         entry_path = _path(body, "entryPath")
-        await enforce(self.s.limiter(), CHANGE_LIMIT, _client(request))
+        await self._limit(request, CHANGE_LIMIT)
 
         def work(session: Session, who: Principal) -> tuple[dict[str, Any], bool]:
             app = who.app(session, ref, WRITE_SCOPE)
@@ -118,7 +122,7 @@ class RuntimeApi:
 
     async def verify(self, request: Request) -> Response:
         ref = request.path_params["app"]
-        await enforce(self.s.limiter(), VERIFY_LIMIT, _client(request))
+        await self._limit(request, VERIFY_LIMIT)
 
         def read(session: Session, who: Principal) -> operations.Snapshot:
             return operations.snapshot(who.app(session, ref, WRITE_SCOPE))
@@ -144,7 +148,7 @@ class RuntimeApi:
 
     async def disable(self, request: Request) -> Response:
         ref = request.path_params["app"]
-        await enforce(self.s.limiter(), CHANGE_LIMIT, _client(request))
+        await self._limit(request, CHANGE_LIMIT)
 
         def work(session: Session, who: Principal) -> tuple[dict[str, Any], bool]:
             app = who.app(session, ref, WRITE_SCOPE)
@@ -157,7 +161,7 @@ class RuntimeApi:
 
     async def request_domain(self, request: Request) -> Response:
         ref = request.path_params["app"]
-        await enforce(self.s.limiter(), CHANGE_LIMIT, _client(request))
+        await self._limit(request, CHANGE_LIMIT)
 
         def work(session: Session, who: Principal) -> tuple[dict[str, Any], bool]:
             app = who.app(session, ref, WRITE_SCOPE)
@@ -191,6 +195,3 @@ def _path(body: dict[str, Any], name: str) -> str:
     assert isinstance(value, str)
     return value
 
-
-def _client(request: Request) -> str:
-    return request.client.host if request.client else "unknown"

@@ -21,14 +21,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from payments.chain.params import ChainParams
-from payments.developer.api import client_ip
-from payments.developer.auth import Principal, authenticate, credentials
+from payments.developer.auth import Principal, authenticate, credentials, enforce_for_developer
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import field_str, field_str_list, read_json, required_str
 from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
 from payments.models import App
-from payments.ratelimit import Limit, enforce
+from payments.ratelimit import Limit
 from payments.webhooks import endpoints, outbox
 from payments.webhooks.endpoints import UrlChecks
 from payments.webhooks.models import EVENT_TYPES, WebhookEndpoint, WebhookTry
@@ -87,7 +86,8 @@ class WebhookApi:
         return await dev.run(unit)
 
     async def _limit(self, request: Request, limit: Limit) -> None:
-        await enforce(self.s.developer.limiter(), limit, client_ip(request))
+        await enforce_for_developer(
+            self.s.developer, credentials(request, accept_session=self.accept_session), limit)
 
     async def _resolved(self, request: Request, ref: str, url: str) -> None:
         """The URL's text rules, then its DNS answers, before the transaction that saves it:

@@ -11,7 +11,6 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from payments.apps import set_pay_to
-from payments.developer.api import client_ip
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal
 from payments.developer.keys import create_key, revoke_key
@@ -20,7 +19,7 @@ from payments.developer.views import app_view, key_view
 from payments.errors import ApiError
 from payments.models import App, AppType, Product
 from payments.products import apply_product_fields, create_product, product_view, products_of
-from payments.ratelimit import enforce
+from payments.ratelimit import Limit
 from portal.console.app_views import (
     AppState,
     Problem,
@@ -113,7 +112,8 @@ class AppPages:
             return self.c.failure(request, shown, back=f"/apps/{slug}")
         return app_page(nav, state, done=done, problem=problem)
 
-    async def _mutate(self, request: Request, section: str, work: Work) -> Response:
+    async def _mutate(self, request: Request, section: str, work: Work,
+                      limit: Limit | None = None) -> Response:
         """Run a form's change on the app; redirect to the app page, or show the error there."""
         slug = request.path_params["app"]
         form = Form({})
@@ -122,7 +122,7 @@ class AppPages:
             return work(session, who, who.app(session, slug, "apps:write"), form)
         try:
             form = await read_form(request)
-            _, done = await self.c.as_developer(request, unit, form=form)
+            _, done = await self.c.as_developer(request, unit, form=form, limit=limit)
         except ApiError as error:
             if error.code in PAGE_ERRORS:
                 return self.c.failure(request, error, back=f"/apps/{slug}")
@@ -164,11 +164,6 @@ class AppPages:
 
     async def revoke_key(self, request: Request) -> Response:
         key_id = request.path_params["key"]
-        try:
-            await enforce(self.s.limiter(), self.s.limits.key_management, client_ip(request))
-        except ApiError as error:
-            return await self._show(request, request.path_params["app"],
-                                    problem=Problem("keys", error))
 
         def work(session: Session, who: Principal, app: App, form: Form) -> str:
             key = session.scalar(select(ApiKey).where(ApiKey.id == key_id,
@@ -177,7 +172,7 @@ class AppPages:
                 raise ApiError("key_not_found", 404, "No such API key on this app.")
             revoke_key(key, self.s.clock())
             return "key-revoked"
-        return await self._mutate(request, "keys", work)
+        return await self._mutate(request, "keys", work, self.s.limits.key_management)
 
     async def create_key(self, request: Request) -> Response:
         slug = request.path_params["app"]
@@ -194,8 +189,8 @@ class AppPages:
                 created.secret
         try:
             form = await read_form(request)
-            await enforce(self.s.limiter(), self.s.limits.key_management, client_ip(request))
-            nav, (app, key, secret) = await self.c.as_developer(request, work, form=form)
+            nav, (app, key, secret) = await self.c.as_developer(
+                request, work, form=form, limit=self.s.limits.key_management)
         except ApiError as error:
             if error.code in PAGE_ERRORS:
                 return self.c.failure(request, error, back=f"/apps/{slug}")

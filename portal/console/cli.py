@@ -8,11 +8,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from payments.developer import grants
-from payments.developer.api import answer_cli_request, client_ip
+from payments.developer.api import answer_cli_request
 from payments.developer.auth import Principal
 from payments.errors import ApiError
 from payments.models import App
-from payments.ratelimit import enforce
 from portal.console.cli_views import PendingView, answered_page, approve_page, device_page
 from portal.console.context import AUTH_REQUIRED, Console
 from portal.console.forms import Form, read_form
@@ -81,8 +80,8 @@ class CliPages:
             return str(answer["status"]), answer.get("app")
         try:
             form = await read_form(request)
-            await enforce(self.s.limiter(), self.s.limits.grant_approval, client_ip(request))
-            nav, (status, app) = await self.c.as_developer(request, work, form=form)
+            nav, (status, app) = await self.c.as_developer(
+                request, work, form=form, limit=self.s.limits.grant_approval)
         except ApiError as error:
             code = form.get("code")[:MAX_CODE]
             if error.code in (AUTH_REQUIRED, "csrf_failed"):

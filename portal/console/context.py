@@ -11,10 +11,17 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from payments.developer.auth import SESSION_COOKIE, Credentials, Principal, authenticate
+from payments.developer.auth import (
+    SESSION_COOKIE,
+    Credentials,
+    Principal,
+    authenticate,
+    enforce_for_developer,
+)
 from payments.developer.models import Developer
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
+from payments.ratelimit import Limit
 from portal.console.cookies import set_csrf_cookie
 from portal.console.csrf import CSRF_COOKIE, CSRF_FIELD, check_double_submit, new_csrf_token
 from portal.console.forms import Form
@@ -35,12 +42,16 @@ class Console:
         return self.services.secure_cookies
 
     async def as_developer(self, request: Request, work: Callable[[Session, Principal], T], *,
-                           form: Form | None = None) -> tuple[Nav, T]:
-        """Run ``work`` as the session's developer; with a ``form``, as a checked mutation."""
+                           form: Form | None = None, limit: Limit | None = None
+                           ) -> tuple[Nav, T]:
+        """Run ``work`` as the session's developer; with a ``form``, as a checked mutation;
+        with a ``limit``, counted against the developer's budget first."""
         creds = Credentials(bearer=None, cookie=request.cookies.get(SESSION_COOKIE),
                             csrf=form.get(CSRF_FIELD) if form else None,
                             method="POST" if form else "GET",
                             origin=request.headers.get("origin"))
+        if limit is not None:
+            await enforce_for_developer(self.services, creds, limit)
         now = self.services.clock()
 
         def unit(session: Session) -> tuple[Nav, T]:

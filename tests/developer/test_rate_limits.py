@@ -136,7 +136,8 @@ def _key_count(sessions: sessionmaker[Session], *, revoked: bool) -> int:
 
 
 def test_key_management_limit_on_the_developer_api(start_world: WorldFactory) -> None:
-    """Creating and revoking keys share one budget per address; a refused call does nothing."""
+    """Creating and revoking keys share one budget per developer; a refused call does
+    nothing."""
     limit = KEYS.key_management
     keys = "/api/developer/apps/game/keys"
     body = {"label": "backend", "scopes": ["orders:create"]}
@@ -161,6 +162,40 @@ def test_key_management_limit_on_the_developer_api(start_world: WorldFactory) ->
         assert_limited(api.post(keys, json=body), limit, 60)  # a new window from the lift
     assert _key_count(world.sessions, revoked=True) == 2
     assert _key_count(world.sessions, revoked=False) == 2
+
+
+def test_only_authenticated_calls_count_and_each_developer_has_a_budget(
+        start_world: WorldFactory) -> None:
+    """Counted after authentication, per account: calls without valid credentials get their
+    401 and use up nothing, and another developer at the same address keeps a full budget.
+    (Counted per address before authentication, the anonymous calls below would have
+    locked the developer out.)"""
+    limit = KEYS.key_management
+    keys = "/api/developer/apps/game/keys"
+    body = {"label": "backend", "scopes": ["orders:create"]}
+    with start_world(KEYS) as world:
+        other_developer, other_org = add_developer(world.sessions, "dev2")
+        add_owned_app(world.sessions, other_org, "other")
+        with world.api() as anonymous, world.api("zcli_" + "x" * 40) as forged:
+            for client in (anonymous, forged):
+                for _ in range(KEYS.key_management.max_hits + 1):
+                    answered = client.post(keys, json=body)
+                    assert answered.status_code == 401, answered.text
+                    assert answered.json()["code"] == "developer_auth_required"
+        with world.api(world.grant(["apps:read", "keys:create"])) as api:
+            assert [api.post(keys, json=body).status_code for _ in range(3)] == [201] * 3
+            assert_limited(api.post(keys, json=body), limit, 60)
+        with transaction(world.sessions) as session:
+            other = session.scalars(select(App).where(App.slug == "other")).one()
+            started = grants.start_request(session, app_slug="other",
+                                           scopes=["apps:read", "keys:create"],
+                                           ttl_seconds=None, now=utcnow())
+            grants.approve(started.record, developer_id=other_developer, app=other)
+            token = grants.redeem(session, started.device_code, utcnow()).token
+        with world.api(token) as api:
+            made = api.post("/api/developer/apps/other/keys", json=body)
+            assert made.status_code == 201, made.text
+    assert _key_count(world.sessions, revoked=False) == 4
 
 
 def test_key_management_limit_on_console_forms(start_world: WorldFactory) -> None:

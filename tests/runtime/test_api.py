@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from payments.developer.models import NotificationKind, OperatorNotification
 from payments.models import App
+from payments.runtime.api import CHANGE_LIMIT
 from tests.factories import add_owned_app
 from tests.manifest.origin import good_manifest
 from tests.runtime.world import SLUG, World
@@ -206,3 +207,19 @@ def test_loopback_origins_need_the_local_switch(db_url: str, sessions: Any, tmp_
         fetch = next(c for c in failed["checks"] if c["id"] == "manifest_fetch")
         assert fetch["seen"].endswith("which is not a public address")
     assert strict.origin.requests == []
+
+
+def test_runtime_changes_are_limited_per_developer(world: World) -> None:
+    """Runtime changes spend the developer's budget (60 per 10 minutes), counted after
+    authentication: anonymous calls get 401 and spend nothing."""
+    for _ in range(CHANGE_LIMIT.max_hits + 5):
+        anonymous = httpx.post(f"{world.url}{RUNTIME}/disable")
+        assert anonymous.status_code == 401, anonymous.text
+    writer = world.api(world.grant("runtime:write"))
+    answers = [writer.post(f"{RUNTIME}/disable") for _ in range(CHANGE_LIMIT.max_hits)]
+    assert {a.status_code for a in answers} == {409}, answers[0].text  # nothing to disable
+    limited = writer.post(f"{RUNTIME}/disable")
+    assert limited.status_code == 429, limited.text
+    assert limited.json()["code"] == "rate_limited"
+    assert 0 < int(limited.headers["retry-after"]) <= CHANGE_LIMIT.per_seconds
+    assert configure(writer, world.origin_url).status_code == 429  # one budget for changes

@@ -24,6 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import transaction, utcnow
+from payments.developer.auth import limit_key
 from payments.ids import IdPrefix, new_id
 from payments.ledger.models import AttemptStatus
 from payments.models import AllowlistStatus, App, DomainRequestStatus, RuntimeStatus
@@ -196,7 +197,7 @@ class Harness:
 
     def forget_rate_limit(self) -> None:
         limiter = self.router.service.resources.rate_limiter()
-        asyncio.run(limiter.reset(WebhookLimits().management, "127.0.0.1"))
+        asyncio.run(limiter.reset(WebhookLimits().management, limit_key(self.developer_id)))
 
     def console(self) -> httpx.Client:
         cookie, csrf = open_console_session(self.sessions, self.developer_id)
