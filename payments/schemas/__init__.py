@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator, FormatChecker
 
 WEBHOOK_EVENT = "webhook-event.schema.json"
 SCHEMA_FILES = (WEBHOOK_EVENT,)

@@ -87,7 +87,7 @@ def _create(w3: Web3, owner: LocalAccount, name: str, *args: object) -> str:
     tx = factory.constructor(*args).build_transaction({
         "from": owner.address, "nonce": w3.eth.get_transaction_count(owner.address),
         "gas": 6_000_000})
-    signed = owner.sign_transaction(tx)  # type: ignore[arg-type]
+    signed = owner.sign_transaction(tx)
     receipt = w3.eth.wait_for_transaction_receipt(w3.eth.send_raw_transaction(
         signed.raw_transaction))
     assert receipt["status"] == 1 and receipt["contractAddress"]

@@ -247,7 +247,9 @@ def test_grant_redeem_only_once_under_concurrency(sessions: sessionmaker[Session
         started = grants.start_request(session, app_slug="game", scopes=None, ttl_seconds=None,
                                        now=utcnow())
         record = grants.pending_request(session, started.record.user_code, utcnow())
-        grants.approve(record, developer_id=developer_id, app=session.get(App, app.id))
+        owned = session.get(App, app.id)
+        assert owned is not None
+        grants.approve(record, developer_id=developer_id, app=owned)
     results: list[str] = []
     barrier = threading.Barrier(8)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator
 
 from manifest.rules import FIELDS
 from manifest.schema import FILE_NAME, MEDIA_TYPE, load_schema, published_schema
@@ -20,7 +20,7 @@ APP_ID = "zapp_0123456789abcdef0123456789abcd"
 
 
 def valid(document: Any) -> bool:
-    return Draft202012Validator(load_schema()).is_valid(document)
+    return bool(Draft202012Validator(load_schema()).is_valid(document))
 
 
 def test_schema_is_2020_12_and_names_every_spelling() -> None:

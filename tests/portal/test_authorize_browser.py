@@ -86,8 +86,8 @@ def test_refused_requests_are_explained_never_signed(
         update_app(sessions, "game", status=AppStatus.ACTIVE)
 
         page = chrome.new_page()
-        response = page.goto(authorize_url(portal, "https://evil.example/game"))
-        assert response is not None and response.status == 400
+        shown = page.goto(authorize_url(portal, "https://evil.example/game"))
+        assert shown is not None and shown.status == 400
         assert page.locator("h1").inner_text() == "This return address is not allowed"
         assert "its hosted entry" in page.inner_text("main")
         screenshot(page, "portal-authorize-refused")

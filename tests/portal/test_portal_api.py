@@ -44,7 +44,7 @@ def writer(portal: Portal, token: str | None = None) -> httpx.Client:
 
 def sign_text(account: LocalAccount, text: str) -> str:
     signed = Account.sign_message(encode_defunct(text=text), account.key)
-    return "0x" + signed.signature.hex().removeprefix("0x")
+    return "0x" + str(signed.signature.hex()).removeprefix("0x")
 
 
 def prove(portal: Portal, account: LocalAccount) -> tuple[httpx.Client, dict[str, Any]]:

@@ -106,7 +106,7 @@ class TestWallet:
             text = bytes.fromhex(message[2:]).decode()
             self.texts.append(text)
             signed = Account.sign_message(encode_defunct(text=text), self.account.key)
-        return "0x" + signed.signature.hex().removeprefix("0x")
+        return "0x" + str(signed.signature.hex()).removeprefix("0x")
 
 
 def new_wallet(seed: int) -> TestWallet:

@@ -256,9 +256,9 @@ def test_rejections_and_never_proxied(
         # A host that is not served shows its setup page: no return URL there is accepted.
         for slug in ("waiting", "paused"):
             with router.client(slug) as unserved:
-                page = unserved.get("/svc-auth-return", params={"app": slug, "code": CODE})
-                assert page.status_code == 503, slug
-                assert CODE not in page.text and "sessionStorage" not in page.text
+                setup = unserved.get("/svc-auth-return", params={"app": slug, "code": CODE})
+                assert setup.status_code == 503, slug
+                assert CODE not in setup.text and "sessionStorage" not in setup.text
         for method in ("POST", "PUT", "DELETE", "PATCH"):
             response = client.request(method, return_path(), content=b"x")
             assert response.status_code == 405, method
@@ -275,9 +275,9 @@ def test_rejections_and_never_proxied(
         assert client.get("/play").text == ENTRY_PAGE
 
         page = chrome.new_page()
-        response = page.goto(runtime(router, "game", return_path(app="other")))
-        assert response is not None
-        assert response.status == 400
+        shown = page.goto(runtime(router, "game", return_path(app="other")))
+        assert shown is not None
+        assert shown.status == 400
         assert page.locator("h1").text_content() == "Bad request"
         if db_url.startswith("sqlite"):
             screenshot(page, "auth-return-400")

@@ -127,7 +127,7 @@ def test_tls_carries_the_origin_name_as_sni_and_checks_it() -> None:
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("localhost").configure_cert(server)
     names: list[str | None] = []
-    server.sni_callback = lambda sock, name, ctx: names.append(name)  # type: ignore[assignment]
+    server.sni_callback = lambda sock, name, ctx: names.append(name)
     trusting = ssl.create_default_context()
     ca.configure_trust(trusting)
 

@@ -213,7 +213,7 @@ def all_settled(sessions: sessionmaker[Session]) -> Callable[[], bool]:
     return check
 
 
-FAST = {"webhook_workers": True, "webhook_poll_interval": 0.05,
+FAST: dict[str, Any] = {"webhook_workers": True, "webhook_poll_interval": 0.05,
         "webhook_retry_delays": (0.05, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1),
         "webhook_timeout": 1.0, "webhook_lease_seconds": 11.0}
 LEASE = timedelta(seconds=11)

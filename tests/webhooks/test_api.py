@@ -208,7 +208,7 @@ def test_subscriptions_skips_and_the_legacy_event(world: PayWorld, hook: FaultyR
     kinds = sorted(r.headers["x-svc-event"] for r in hook.requests)
     assert kinds == ["delivery.created"] * 3 + ["payment.delivered"] * 3
     bodies = [verify(hook, i, hook.secret) for i in range(len(hook.requests))]
-    by_delivery: dict[object, set[object]] = {}
+    by_delivery: dict[str, set[object]] = {}
     for body in bodies:
         assert isinstance(body["delivery"], dict)
         by_delivery.setdefault(body["delivery"]["deliveryId"], set()).add(body["id"])
