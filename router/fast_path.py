@@ -40,6 +40,7 @@ class FastPath:
         self._trusted = settings.trusted_proxies
         self._slugs: dict[bytes, str] = {}
         self.taken = 0  # requests planned here (the tests and the benchmark read it)
+        self.untasked = 0  # of which sent at once from the protocol, without a task
 
     def trusts(self, client_ip: str | None) -> bool:
         """Whether a peer's forwarding headers are believed; asked once per connection."""

@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 from router.gating import RuntimeRoute
 from router.headers import Headers, is_trusted, plan_request, plan_response
 from router.origin import Origin, OriginAddressRefused, parse_origin
-from router.origin_connection import ClientGone, OriginError
+from router.origin_connection import ClientGone, OriginConnection, OriginError
 from router.pages import gateway_page
 from router.settings import Settings
 from router.upstream import upstream_client
@@ -91,7 +91,7 @@ class HttpProxy:
         self._upstream_session: aiohttp.ClientSession | None = None
         self._upstream: UpstreamClient | None = None
 
-    def _client(self) -> UpstreamClient:
+    def client(self) -> UpstreamClient:
         session = self._session()
         client = self._upstream
         if client is None or session is not self._upstream_session:  # a new lifespan
@@ -132,16 +132,18 @@ class HttpProxy:
     async def exchange(self, scope: Scope, receive: Receive, send: Send, *,
                        route: RuntimeRoute, origin: Origin, headers: Headers, target: bytes,
                        body: RequestBody | None = None, chunked: bool = False,
-                       write_whole: WholeWriter | None = None) -> None:
+                       write_whole: WholeWriter | None = None,
+                       started: OriginConnection | None = None) -> None:
         """Send the planned request to ``origin`` and relay its answer, or the gateway page
         of what went wrong. The ASGI path comes here from :meth:`__call__`; the protocol's
         fast path (``router/fast_path.py``) straight from a parsed head, with
-        ``write_whole`` for a small answer."""
+        ``write_whole`` for a small answer, and ``started`` when
+        ``router/fast_exchange.py`` already sent the request on that connection."""
         gone = partial(client_left, receive)
         try:
-            response = await self._client().request(
+            response = await self.client().request(
                 origin, scope["method"], target, headers, body, chunked=chunked,
-                client_gone=gone)
+                client_gone=gone, started=started)
         except ClientGone:
             return  # nobody is left to answer
         except OriginAddressRefused:
@@ -174,6 +176,14 @@ class HttpProxy:
         finally:
             response.release()
 
+    def relays_whole(self, method: str, status: int, length: int | None) -> bool:
+        """Whether an answer is read whole and sent in one message: not streamed, not
+        refused for its declared size."""
+        if length is not None and length > self._max_response:
+            return False
+        return (method == "HEAD" or status in _NO_BODY_STATUS
+                or (length is not None and length <= SMALL_BODY))
+
     async def _relay(self, scope: Scope, receive: Receive, send: Send, route: RuntimeRoute,
                      response: OriginResponse, watch: bool,
                      write_whole: WholeWriter | None = None) -> None:
@@ -184,7 +194,7 @@ class HttpProxy:
             return
         status = response.status
         bodyless = scope["method"] == "HEAD" or status in _NO_BODY_STATUS
-        if bodyless or (length is not None and length <= SMALL_BODY):
+        if self.relays_whole(scope["method"], status, length):
             try:
                 payload = (b"" if bodyless else response.body() if response.complete
                            else await response.read())

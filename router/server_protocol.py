@@ -10,9 +10,11 @@ nothing waits longer than the iteration that produced it.
 
 It also runs the runtime proxy's fast path (``router/fast_path.py``): a request the fast
 path accepts gets uvicorn's own request cycle (so keep-alive, pipelining, flow control,
-disconnects and shutdown work as for any request) but, instead of the service's ASGI
-entry, :meth:`router.proxy.HttpProxy.exchange` with the request already planned, and a
-small answer is written by :func:`write_whole` in one go instead of two ``send`` calls.
+disconnects and shutdown work as for any request) but not the service's ASGI entry. It
+is sent at once on an idle pooled connection and a small answer written from the
+origin connection's callbacks (``router/fast_exchange.py``), with :func:`write_whole`, in
+one go; otherwise, or for anything but a plain answer, the cycle runs
+:meth:`router.proxy.HttpProxy.exchange` with the request already planned.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from functools import partial
 from typing import Any, cast
 
 import httptools
-from uvicorn._types import ASGI3Application
+from starlette.types import Receive
 from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import (
     HEADER_RE,
@@ -34,6 +36,7 @@ from uvicorn.protocols.http.httptools_impl import (
 )
 from uvicorn.server import ServerState
 
+from router.fast_exchange import FastExchange
 from router.fast_path import FastPath
 from router.headers import Headers
 from router.proxy import request_target
@@ -205,16 +208,19 @@ class HttpProtocol(HttpToolsProtocol):
             keep_alive=http_version != "1.0" and parser.should_keep_alive(),
             on_response=self.on_response_complete,
         )
-        app = cast(ASGI3Application, partial(
-            fast.proxy.exchange, route=route, origin=origin, headers=headers,
-            target=request_target(raw_path, query),
-            write_whole=partial(write_whole, cycle, self._writes)))
+        exchange = FastExchange(
+            fast.proxy, route, origin, scope["method"], request_target(raw_path, query),
+            headers, cast(Receive, cycle.receive), partial(write_whole, cycle, self._writes),
+            partial(self._start_asgi_task, cycle))
         existing, self.cycle = self.cycle, cycle
         if existing is None or existing.response_complete:
-            self._start_asgi_task(cycle, app)
+            if exchange.start():
+                fast.untasked += 1
+            else:
+                self._start_asgi_task(cycle, exchange.task())
         else:  # pipelined behind an answer still in progress: queued, as uvicorn does
             self.flow.pause_reading()
-            self.pipeline.appendleft((cycle, app))
+            self.pipeline.appendleft((cycle, exchange.task()))
         return True
 
     # Where uvicorn writes to the transport itself, what was held goes first.

@@ -13,7 +13,7 @@ import asyncio
 import ipaddress
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
@@ -302,3 +302,48 @@ def test_a_client_leaving_closes_the_upstream_on_the_fast_path(
         assert fast.taken == before + 1
         assert silent.closed.wait(PROMPT + 3), "the origin's connection stayed open"
         assert silent.closed_at[0] - left_at < PROMPT
+
+
+def first_answer_only(then: str) -> Callable[[RawOrigin, asyncio.StreamReader,
+                                             asyncio.StreamWriter], Awaitable[None]]:
+    """Answers the first request of each connection (keep-alive); at the next one it hangs
+    up without a word (``then="hang up"``) or never answers (``then="stall"``)."""
+    async def handle(origin: RawOrigin, reader: asyncio.StreamReader,
+                     writer: asyncio.StreamWriter) -> None:
+        await origin.read_head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
+        await writer.drain()
+        await origin.read_head(reader)
+        if then == "stall":
+            await asyncio.Event().wait()
+    return handle
+
+
+@pytest.mark.parametrize("then", ["hang up", "stall"])
+def test_a_pooled_connection_that_fails_is_handled_as_on_the_asgi_path(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        then: str) -> None:
+    """The fast path sends at once on an idle pooled connection; when that connection turns
+    out closed (retried on a new one, as the client retries) or silent (504), the answer
+    is the ASGI path's."""
+    with RawOrigin(first_answer_only(then)) as raw, \
+            game(start_proxy_router, proxy_sessions, raw.url, proxy_read_timeout=0.5) as router:
+        fast = fast_path(router)
+        runs = []
+        for path in (fast, None):
+            router.service.fast_path = path
+            # Each request's connection is left pooled by the one before (the warm-up first).
+            pair = request(router, "/one") + request(router, "/two", extra="Connection: close\r\n")
+            before, started = fast.taken, fast.untasked
+            runs.append((exchange(router, pair), fast.taken - before, fast.untasked - started))
+        router.service.fast_path = fast
+    (fast_bytes, fast_taken, fast_untasked), (slow_bytes, slow_taken, _) = runs
+    assert fast_taken == 2 and fast_untasked >= 1 and slow_taken == 0
+    assert fast_bytes == slow_bytes
+    if then == "hang up":
+        assert fast_bytes.count(b"HTTP/1.1 200 OK\r\n") == 2
+        assert fast_bytes.endswith(b"first")
+    else:  # /one on the connection the warm-up left (504), /two on a new one
+        assert fast_bytes.startswith(b"HTTP/1.1 504 ") and b"did not answer in time" in fast_bytes
+        assert fast_bytes.endswith(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n"
+                                   b"connection: close\r\n\r\nfirst")
