@@ -46,6 +46,7 @@ from portal.config import PortalConfig
 from portal.routes import legacy_launch_routes, portal_app
 from router.app_directory import AppDirectory
 from router.chain import open_chain, start_workers
+from router.fast_path import FastPath
 from router.gating import RuntimeRoute
 from router.health import Status, healthz
 from router.heap import freeze_startup_heap
@@ -81,6 +82,9 @@ class Service:
         self._table = HostTable(settings)
         self.hosts = hosts
         self._runtime = runtime
+        # Read by router/server_protocol.py: the runtime requests it may serve below ASGI.
+        self.fast_path = (FastPath(settings, self._table, resources, runtime.http)
+                          if settings.proxy_fast_path else None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

@@ -53,6 +53,16 @@ class AppDirectory:
         future.set_result(route)
         return route
 
+    def cached(self, slug: str) -> RuntimeRoute | None:
+        """The route held for ``slug`` while its entry is fresh; None when there is no
+        fresh entry or the entry is an unknown slug. Never waits, never looks up: the
+        protocol-level fast path (``router/fast_path.py``) serves only what this returns
+        and leaves everything else, misses included, to :meth:`get`."""
+        entry = self._entries.get(slug)
+        if entry is not None and entry[0] > self._clock():
+            return entry[1]
+        return None
+
     def invalidate(self, slug: str) -> None:
         self._generation += 1
         if slug == ALL:

@@ -82,6 +82,9 @@ class OriginConnection(asyncio.Protocol):
         self.deadline = 0.0
         self.client_gone: Callable[[], Awaitable[object]] | None = None
         self.watcher: asyncio.Task[None] | None = None
+        # Called at each step of the exchange instead of a waiter, by a caller that is not
+        # a coroutine (router/fast_exchange.py); once per data_received, after the parser.
+        self.on_step: Callable[[], None] | None = None
 
     # -- the caller's side --------------------------------------------------------------
 
@@ -187,6 +190,9 @@ class OriginConnection(asyncio.Protocol):
             self._waiter = None
             if not waiter.done():  # cancelled with its task
                 waiter.set_result(None)
+        step = self.on_step
+        if step is not None:
+            step()
 
     # -- asyncio.Protocol -----------------------------------------------------------------
 
@@ -202,10 +208,16 @@ class OriginConnection(asyncio.Protocol):
             return
         self.answered = True
         self.deadline = self.loop.time() + self.read_timeout
+        # Held back while the parser runs: the step may end the exchange and pool the
+        # connection, which must not happen inside a parser callback.
+        step, self.on_step = self.on_step, None
         try:
             self._parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             self.abort(OriginProtocolError(str(exc) or type(exc).__name__))
+        if step is not None:
+            self.on_step = step
+            step()
 
     def eof_received(self) -> bool | None:
         self.closed = True

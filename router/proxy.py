@@ -16,9 +16,9 @@ import aiohttp
 from starlette.types import Receive, Scope, Send
 
 from router.gating import RuntimeRoute
-from router.headers import is_trusted, plan_request, plan_response
+from router.headers import Headers, is_trusted, plan_request, plan_response
 from router.origin import Origin, OriginAddressRefused, parse_origin
-from router.origin_connection import ClientGone, OriginError
+from router.origin_connection import ClientGone, OriginConnection, OriginError
 from router.pages import gateway_page
 from router.settings import Settings
 from router.upstream import upstream_client
@@ -32,8 +32,18 @@ SMALL_BODY = 64 * 1024
 _NO_BODY_STATUS = (204, 304)
 
 
+# Writes a whole small answer (status, headers, body) below ASGI, in one go; False when it
+# wrote nothing and the answer must go through ``send`` (router/server_protocol.py).
+WholeWriter = Callable[[int, Headers, bytes], bool]
+
+
 class BodyTooLarge(Exception):
     pass
+
+
+def request_target(raw_path: bytes, query_string: bytes) -> bytes:
+    """What the origin is asked for: the client's path as it came, and its query."""
+    return raw_path + b"?" + query_string if query_string else raw_path
 
 
 class RequestBody:
@@ -81,7 +91,7 @@ class HttpProxy:
         self._upstream_session: aiohttp.ClientSession | None = None
         self._upstream: UpstreamClient | None = None
 
-    def _client(self) -> UpstreamClient:
+    def client(self) -> UpstreamClient:
         session = self._session()
         client = self._upstream
         if client is None or session is not self._upstream_session:  # a new lifespan
@@ -114,14 +124,26 @@ class HttpProxy:
             return
         has_body = chunked or (declared or 0) > 0
         body = RequestBody(receive, self._max_request) if has_body else None
-        target: bytes = scope.get("raw_path") or scope["path"].encode()
-        if scope.get("query_string"):
-            target += b"?" + scope["query_string"]
+        target = request_target(scope.get("raw_path") or scope["path"].encode(),
+                                scope.get("query_string", b""))
+        await self.exchange(scope, receive, send, route=route, origin=origin, headers=headers,
+                            target=target, body=body, chunked=chunked)
+
+    async def exchange(self, scope: Scope, receive: Receive, send: Send, *,
+                       route: RuntimeRoute, origin: Origin, headers: Headers, target: bytes,
+                       body: RequestBody | None = None, chunked: bool = False,
+                       write_whole: WholeWriter | None = None,
+                       started: OriginConnection | None = None) -> None:
+        """Send the planned request to ``origin`` and relay its answer, or the gateway page
+        of what went wrong. The ASGI path comes here from :meth:`__call__`; the protocol's
+        fast path (``router/fast_path.py``) straight from a parsed head, with
+        ``write_whole`` for a small answer, and ``started`` when
+        ``router/fast_exchange.py`` already sent the request on that connection."""
         gone = partial(client_left, receive)
         try:
-            response = await self._client().request(
+            response = await self.client().request(
                 origin, scope["method"], target, headers, body, chunked=chunked,
-                client_gone=gone)
+                client_gone=gone, started=started)
         except ClientGone:
             return  # nobody is left to answer
         except OriginAddressRefused:
@@ -150,12 +172,21 @@ class HttpProxy:
         try:
             # The client is watched while the body streams, once its own body is read.
             await self._relay(scope, receive, send, route, response,
-                              watch=body is None or body.finished)
+                              watch=body is None or body.finished, write_whole=write_whole)
         finally:
             response.release()
 
+    def relays_whole(self, method: str, status: int, length: int | None) -> bool:
+        """Whether an answer is read whole and sent in one message: not streamed, not
+        refused for its declared size."""
+        if length is not None and length > self._max_response:
+            return False
+        return (method == "HEAD" or status in _NO_BODY_STATUS
+                or (length is not None and length <= SMALL_BODY))
+
     async def _relay(self, scope: Scope, receive: Receive, send: Send, route: RuntimeRoute,
-                     response: OriginResponse, watch: bool) -> None:
+                     response: OriginResponse, watch: bool,
+                     write_whole: WholeWriter | None = None) -> None:
         headers, length = plan_response(response.headers)
         if length is not None and length > self._max_response:
             await gateway_page(502, route.name, "The app's response is larger than the "
@@ -163,7 +194,7 @@ class HttpProxy:
             return
         status = response.status
         bodyless = scope["method"] == "HEAD" or status in _NO_BODY_STATUS
-        if bodyless or (length is not None and length <= SMALL_BODY):
+        if self.relays_whole(scope["method"], status, length):
             try:
                 payload = (b"" if bodyless else response.body() if response.complete
                            else await response.read())
@@ -172,6 +203,8 @@ class HttpProxy:
             except OriginError:
                 await gateway_page(502, route.name, "The app's origin broke off its answer.")(
                     scope, receive, send)
+                return
+            if write_whole is not None and write_whole(status, headers, payload):
                 return
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})

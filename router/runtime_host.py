@@ -30,6 +30,11 @@ class RuntimeHost:
         self._http = HttpProxy(settings, resources.http_session)
         self._ws = WebSocketProxy(settings, resources.http_session)
 
+    @property
+    def http(self) -> HttpProxy:
+        """The HTTP proxy, shared with the protocol's fast path (``router/fast_path.py``)."""
+        return self._http
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send, slug: str) -> None:
         try:
             route = await self._resources.app_directory().get(slug)

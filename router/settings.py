@@ -52,6 +52,10 @@ class Settings:
     proxy_max_request_bytes: int = 64 * 1024 * 1024
     proxy_max_response_bytes: int = 256 * 1024 * 1024
     proxy_pool_size: int = 512
+    # Serve the common runtime request (cached open route, no body, small answer) from the
+    # HTTP protocol itself, bypassing the ASGI cycle (router/fast_path.py). Off: every
+    # request takes the ASGI path; the answers are the same, only slower.
+    proxy_fast_path: bool = True
     # Threads that run database units of work at once (payments API, console). More than a
     # few only queue on the same row locks and contend for the GIL while holding them
     # (bench/ledger_bench.py); docs/decisions.md has the measurement.
@@ -290,6 +294,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         values["trusted_proxies"] = _networks(raw)
     if (raw := env.get(ENV_PREFIX + "SMTP_STARTTLS")) is not None:
         values["smtp_starttls"] = _bool(raw, "SMTP_STARTTLS")
+    if (raw := env.get(ENV_PREFIX + "PROXY_FAST_PATH")) is not None:
+        values["proxy_fast_path"] = _bool(raw, "PROXY_FAST_PATH")
     if (raw := env.get(ENV_PREFIX + "CHAIN_WORKERS")) is not None:
         values["chain_workers"] = _bool(raw, "CHAIN_WORKERS")
     if (raw := env.get(ENV_PREFIX + "WEBHOOK_WORKERS")) is not None:

@@ -113,9 +113,22 @@ class UpstreamClient:
         self._reaper: asyncio.TimerHandle | None = None
         self._closed = False
 
+    def start(self, origin: Origin, method: str, target: bytes, headers: Headers, *,
+              client_gone: ClientGoneWaiter | None = None) -> OriginConnection | None:
+        """Send a bodyless request on an idle pooled connection, at once; None (nothing
+        sent) when there is none. The caller follows the connection's ``on_step`` and
+        hands it to :meth:`request` as ``started`` for anything but a plain answer."""
+        conn = self._pooled((origin.tls, origin.host, origin.port))
+        if conn is None:
+            return None
+        self._begin(conn, _request_head(method, target, headers, None, False), method)
+        conn.client_gone = client_gone
+        return conn
+
     async def request(self, origin: Origin, method: str, target: bytes, headers: Headers,
                       body: AsyncIterable[bytes] | None = None, *, chunked: bool = False,
-                      client_gone: ClientGoneWaiter | None = None) -> OriginResponse:
+                      client_gone: ClientGoneWaiter | None = None,
+                      started: OriginConnection | None = None) -> OriginResponse:
         """Send a request and wait for the head of the answer.
 
         ``headers`` are sent as given (``router.headers`` decided them, ``Host``
@@ -123,22 +136,19 @@ class UpstreamClient:
         is given with ``chunked`` (the client declared no length), ``Content-Length: 0``
         for a bodyless POST/PUT/PATCH that carries none. ``client_gone`` completes when
         the downstream client leaves; it is awaited only once the request is slow.
+        ``started``: the connection :meth:`start` sent this (bodyless) request on; it is
+        the first attempt.
         """
-        if body is not None and chunked:
-            headers = [*headers, (b"transfer-encoding", b"chunked")]
-        elif body is None and method in _LENGTH_ZERO and not _has_length(headers):
-            headers = [*headers, (b"content-length", b"0")]
-        head = _encode_head(method, target, headers)
+        head = _request_head(method, target, headers, body, chunked)
         retry = body is None and method in IDEMPOTENT
-        head_only = method == "HEAD"
         fresh = False
         key = (origin.tls, origin.host, origin.port)
         while True:
-            conn = (None if fresh else self._pooled(key)) or await self._open(origin, key)
-            conn.begin(head, head_only)
-            self._busy.add(conn)
-            if self._sweeper is None:
-                self._sweeper = self._loop.call_at(self._loop.time() + TICK, self._sweep)
+            if started is not None:
+                conn, started = started, None
+            else:
+                conn = (None if fresh else self._pooled(key)) or await self._open(origin, key)
+                self._begin(conn, head, method)
             try:
                 if body is not None:
                     await _send_body(conn, body, chunked)
@@ -157,6 +167,12 @@ class UpstreamClient:
                 self.release(conn)
                 raise
             return OriginResponse(self, conn)
+
+    def _begin(self, conn: OriginConnection, head: bytes, method: str) -> None:
+        conn.begin(head, method == "HEAD")
+        self._busy.add(conn)
+        if self._sweeper is None:
+            self._sweeper = self._loop.call_at(self._loop.time() + TICK, self._sweep)
 
     def release(self, conn: OriginConnection) -> None:
         self._busy.discard(conn)
@@ -301,6 +317,15 @@ async def _send_body(conn: OriginConnection, body: AsyncIterable[bytes],
 async def _cut_when_gone(conn: OriginConnection, client_gone: ClientGoneWaiter) -> None:
     await client_gone()
     conn.abort(ClientGone("the client went away"))
+
+
+def _request_head(method: str, target: bytes, headers: Headers,
+                  body: AsyncIterable[bytes] | None, chunked: bool) -> bytes:
+    if body is not None and chunked:
+        headers = [*headers, (b"transfer-encoding", b"chunked")]
+    elif body is None and method in _LENGTH_ZERO and not _has_length(headers):
+        headers = [*headers, (b"content-length", b"0")]
+    return _encode_head(method, target, headers)
 
 
 def _has_length(headers: Headers) -> bool:

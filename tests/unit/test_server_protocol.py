@@ -1,10 +1,17 @@
-"""Held writes: one write per response when head and body come together, order kept."""
+"""Held writes: one write per response when head and body come together, order kept; the
+fast path's one-write answers are the bytes uvicorn's send would write."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
-from router.server_protocol import HeldWrites
+import pytest
+from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+
+from router.headers import Headers
+from router.server_protocol import HeldWrites, write_whole
 
 
 class Recorder:
@@ -43,3 +50,73 @@ def test_a_head_leaves_with_its_body_and_alone_at_the_end_of_the_iteration() -> 
         return transport.sends
 
     assert asyncio.run(main()) == [b"head1body1", b"head2", b"chunklast", b"head3"]
+
+
+# -- write_whole: uvicorn's send of a start and a final body, in one write -------------------
+
+def cycle_on(transport: Recorder, method: str = "GET",
+             keep_alive: bool = True) -> RequestResponseCycle:
+    scope = {"type": "http", "method": method, "path": "/", "http_version": "1.1"}
+    return RequestResponseCycle(
+        scope=scope,  # type: ignore[arg-type]
+        transport=transport,  # type: ignore[arg-type]
+        flow=FlowControl(transport),  # type: ignore[arg-type]
+        logger=logging.getLogger("test"), access_logger=logging.getLogger("test.access"),
+        access_log=False, default_headers=[], message_event=asyncio.Event(),
+        expect_100_continue=False, keep_alive=keep_alive, on_response=lambda: None)
+
+
+def through_send(method: str, keep_alive: bool, status: int, headers: Headers,
+                 body: bytes) -> tuple[bytes, bool]:
+    async def main() -> tuple[bytes, bool]:
+        transport = Recorder()
+        cycle = cycle_on(transport, method, keep_alive)
+        await cycle.send({"type": "http.response.start", "status": status, "headers": headers})
+        await cycle.send({"type": "http.response.body", "body": body})
+        return b"".join(transport.sends), transport.closed
+    return asyncio.run(main())
+
+
+def through_write_whole(method: str, keep_alive: bool, status: int, headers: Headers,
+                        body: bytes) -> tuple[bytes, bool] | None:
+    async def main() -> tuple[bytes, bool] | None:
+        transport = Recorder()
+        cycle = cycle_on(transport, method, keep_alive)
+        writes = HeldWrites(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
+        if not write_whole(cycle, writes, status, headers, body):
+            assert transport.sends == [] and not cycle.response_started
+            return None
+        assert cycle.response_complete
+        return b"".join(transport.sends), transport.closed
+    return asyncio.run(main())
+
+
+PLAIN: Headers = [(b"server", b"origin"), (b"content-type", b"text/plain"),
+                  (b"content-length", b"5")]
+
+
+@pytest.mark.parametrize(("method", "keep_alive", "status", "headers", "body"), [
+    ("GET", True, 200, PLAIN, b"hello"),
+    ("GET", False, 200, PLAIN, b"hello"),  # HTTP/1.0 or Connection: close
+    ("HEAD", True, 200, PLAIN, b""),
+    ("GET", True, 204, [(b"x-a", b"1")], b""),
+    ("GET", True, 304, [(b"etag", b'"x"')], b""),
+    ("GET", True, 299, PLAIN, b"hello"),
+])
+def test_write_whole_writes_what_send_writes(method: str, keep_alive: bool, status: int,
+                                             headers: Headers, body: bytes) -> None:
+    assert through_write_whole(method, keep_alive, status, headers, body) == \
+        through_send(method, keep_alive, status, headers, body)
+
+
+@pytest.mark.parametrize(("status", "headers", "body"), [
+    (200, [(b"content-type", b"text/plain")], b"hello"),  # send would frame chunks
+    (200, [(b"content-length", b"9")], b"hello"),  # send would fail the length
+    (200, [(b"x-bad", b"a\x01b"), (b"content-length", b"5")], b"hello"),  # send refuses
+    (200, [(b"x bad", b"1"), (b"content-length", b"5")], b"hello"),
+    (200, [(b"connection", b"close"), (b"content-length", b"5")], b"hello"),
+    (600, [(b"content-length", b"5")], b"hello"),
+])
+def test_write_whole_leaves_anything_else_to_send(status: int, headers: Headers,
+                                                  body: bytes) -> None:
+    assert through_write_whole("GET", True, status, headers, body) is None

@@ -1,0 +1,106 @@
+"""A fast-path request carried by the origin connection's callbacks, without a task.
+
+For the common answer the whole exchange happens inside two callbacks: the client's head
+arrives (``router/server_protocol.py`` starts the request on an idle pooled connection)
+and the origin's answer arrives, head and small body in one segment (the connection
+calls :meth:`FastExchange.step`, which writes the answer). A coroutine in a task costs a
+task, a future and two trips round the event loop per request for the same work
+(bench/proxy_bench.py, docs/decisions.md).
+
+Only that plain case is handled here. Anything else -- no idle connection, an error, a
+timeout, a client that left, an answer to stream or too large, a write ``send`` must make
+-- continues in an ordinary task through :meth:`router.proxy.HttpProxy.exchange`, on the
+connection already begun, so retries, gateway pages and streaming stay exactly those of
+the ASGI path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import cast
+
+from starlette.types import Receive
+from uvicorn._types import ASGI3Application
+
+from router.gating import RuntimeRoute
+from router.headers import Headers, ResponsePlan, plan_response
+from router.origin import Origin
+from router.origin_connection import OriginConnection
+from router.proxy import HttpProxy, WholeWriter, client_left
+
+log = logging.getLogger(__name__)
+
+StartTask = Callable[[ASGI3Application], None]
+
+
+class FastExchange:
+    __slots__ = ("_conn", "_headers", "_method", "_origin", "_plan", "_proxy", "_receive",
+                 "_route", "_start_task", "_target", "_write_whole")
+
+    def __init__(self, proxy: HttpProxy, route: RuntimeRoute, origin: Origin, method: str,
+                 target: bytes, headers: Headers, receive: Receive, write_whole: WholeWriter,
+                 start_task: StartTask) -> None:
+        self._proxy = proxy
+        self._route = route
+        self._origin = origin
+        self._method = method
+        self._target = target
+        self._headers = headers
+        self._receive = receive
+        self._write_whole = write_whole
+        self._start_task = start_task
+        self._conn: OriginConnection | None = None
+        self._plan: ResponsePlan | None = None
+
+    def start(self) -> bool:
+        """Send the request on an idle pooled connection; False if there is none (nothing
+        was sent: the caller runs :meth:`task` instead)."""
+        conn = self._proxy.client().start(
+            self._origin, self._method, self._target, self._headers,
+            client_gone=partial(client_left, self._receive))
+        if conn is None:
+            return False
+        self._conn = conn
+        conn.on_step = self.step
+        return True
+
+    def task(self) -> ASGI3Application:
+        """The rest of the exchange as the request cycle's ASGI application."""
+        return cast(ASGI3Application, partial(
+            self._proxy.exchange, route=self._route, origin=self._origin,
+            headers=self._headers, target=self._target, write_whole=self._write_whole,
+            started=self._conn))
+
+    def step(self) -> None:
+        """The connection made progress (head, body, end, or an error)."""
+        conn = self._conn
+        assert conn is not None
+        if conn.error is None:
+            if not conn.head_done:
+                return
+            try:
+                if self._finish(conn):
+                    return
+            except Exception:  # the task's relay meets it again, and uvicorn answers 500
+                log.exception("fast exchange of %s", self._route.slug)
+        conn.on_step = None
+        self._start_task(self.task())
+
+    def _finish(self, conn: OriginConnection) -> bool:
+        """True while waiting for the body or once the answer is written; False: the task
+        takes over (the answer is not a small whole one, or ``send`` must write it)."""
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = plan_response(conn.headers)
+            if not self._proxy.relays_whole(self._method, conn.status, plan[1]):
+                return False
+        if not conn.complete:
+            return True  # the rest of a small body is on its way
+        conn.on_step = None
+        bodyless = self._method == "HEAD" or conn.status in (204, 304)
+        if not self._write_whole(conn.status, plan[0], b"" if bodyless else conn.body()):
+            return False
+        self._proxy.client().release(conn)
+        return True
