@@ -151,3 +151,80 @@ def test_lookup_errors_reach_every_waiter_and_are_not_cached() -> None:
         assert await directory.get("game") is ROUTE
 
     asyncio.run(main())
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_entry_in_use_is_refreshed_before_it_expires() -> None:
+    """In the last quarter of its TTL a used entry is read again in the background while
+    it is still served, so a busy host never waits for a lookup; the new entry lives one
+    TTL from its lookup's start, so nothing older than the TTL is served."""
+    names = iter(["v1", "v2", "v3"])
+    calls: list[float] = []
+    clock = Clock()
+
+    def lookup(slug: str) -> RuntimeRoute | None:
+        calls.append(clock.now)
+        return RuntimeRoute(**{**ROUTE.__dict__, "name": next(names)})
+
+    async def served(directory: AppDirectory) -> str:
+        route = await directory.get("game")
+        assert route is not None
+        return route.name
+
+    def held(directory: AppDirectory) -> str | None:
+        route = directory.cached("game")
+        return None if route is None else route.name
+
+    async def main() -> None:
+        directory = AppDirectory(lookup, ttl=lambda: 1.0, clock=clock)
+        assert await served(directory) == "v1" and calls == [100.0]
+        clock.now = 100.7  # fresh, and not yet in the refresh window
+        assert await served(directory) == "v1" and held(directory) == "v1"
+        await asyncio.sleep(0.05)
+        assert calls == [100.0]
+        clock.now = 100.8  # the last quarter: served as is, read again behind it
+        assert held(directory) == "v1" and await served(directory) == "v1"
+        for _ in range(100):
+            if held(directory) == "v2":
+                break
+            await asyncio.sleep(0.01)
+        assert calls == [100.0, 100.8]  # one refresh for many requests
+        clock.now = 101.5  # past v1's expiry: v2 (read at 100.8) is served without a wait
+        assert await served(directory) == "v2" and len(calls) == 2
+        clock.now = 101.9  # past v2's expiry with no request in its window: a plain miss
+        assert held(directory) is None
+        assert await directory.get("game") is not None and calls[-1] == 101.9
+
+    asyncio.run(main())
+
+
+def test_a_failed_refresh_keeps_the_entry_until_it_expires() -> None:
+    clock = Clock()
+    fail = [False]
+
+    def lookup(slug: str) -> RuntimeRoute | None:
+        if fail[0]:
+            raise RuntimeError("database down")
+        return ROUTE
+
+    async def main() -> None:
+        directory = AppDirectory(lookup, ttl=lambda: 1.0, clock=clock)
+        assert await directory.get("game") is ROUTE
+        fail[0] = True
+        clock.now = 100.9
+        assert directory.cached("game") is ROUTE  # starts the refresh, which fails
+        await asyncio.sleep(0.05)
+        assert directory.cached("game") is ROUTE
+        clock.now = 101.0
+        assert directory.cached("game") is None
+        with pytest.raises(RuntimeError, match="database down"):
+            await directory.get("game")
+
+    asyncio.run(main())

@@ -15,6 +15,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
@@ -130,7 +131,7 @@ def both_ways(router: RunningRouter, origin: RawOrigin,
 
 @contextmanager
 def game(start: RouterFactory, sessions: sessionmaker[Session], url: str,
-         **overrides: object) -> Iterator[RunningRouter]:
+         **overrides: Any) -> Iterator[RunningRouter]:
     with proxied(start, sessions, url, **overrides) as router:
         # The route is cached by the first (ASGI) request; later ones can be fast.
         assert exchange(router, request(router, "/warm", extra="Connection: close\r\n"))
