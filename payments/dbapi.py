@@ -90,7 +90,9 @@ class Compiled:
         self._statement = statement
         self._column_keys = column_keys
         self._defaults = dict(defaults or {})
-        self._plans: dict[int, _Plan] = {}
+        # id(dialect) -> (dialect, plan). The dialect is held, so its id cannot be reused by
+        # another engine's dialect (tests make many) while this plan is cached under it.
+        self._plans: dict[int, tuple[Dialect, _Plan]] = {}
 
     @classmethod
     def insert(cls, table: Table, statement: ClauseElement | Mapping[str, ClauseElement]
@@ -109,13 +111,15 @@ class Compiled:
 
     def _plan(self, connection: Connection) -> _Plan:
         dialect = connection.dialect
-        plan = self._plans.get(id(dialect))
-        if plan is None:
-            statement = self._statement
-            if isinstance(statement, Mapping):
-                statement = statement[dialect.name]
-            # The engine's own dialect instance: it carries the engine's JSON serializer.
-            plan = self._plans[id(dialect)] = _Plan(statement, dialect, self._column_keys)
+        cached = self._plans.get(id(dialect))
+        if cached is not None and cached[0] is dialect:
+            return cached[1]
+        statement = self._statement
+        if isinstance(statement, Mapping):
+            statement = statement[dialect.name]
+        # The engine's own dialect instance: it carries the engine's JSON serializer.
+        plan = _Plan(statement, dialect, self._column_keys)
+        self._plans[id(dialect)] = (dialect, plan)
         return plan
 
     def _execute(self, session: Session, values: Mapping[str, Any]) -> tuple[_Plan, Any]:
