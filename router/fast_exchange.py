@@ -28,7 +28,7 @@ from router.gating import RuntimeRoute
 from router.headers import Headers, ResponsePlan, plan_response
 from router.origin import Origin
 from router.origin_connection import OriginConnection
-from router.proxy import HttpProxy, WholeWriter, client_left
+from router.proxy import HttpProxy, WholeWriter, bodyless, client_left
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +99,8 @@ class FastExchange:
         if not conn.complete:
             return True  # the rest of a small body is on its way
         conn.on_step = None
-        bodyless = self._method == "HEAD" or conn.status in (204, 304)
-        if not self._write_whole(conn.status, plan[0], b"" if bodyless else conn.body()):
+        empty = bodyless(self._method, conn.status)
+        if not self._write_whole(conn.status, plan[0], b"" if empty else conn.body()):
             return False
         self._proxy.client().release(conn)
         return True

@@ -41,6 +41,11 @@ class BodyTooLarge(Exception):
     pass
 
 
+def bodyless(method: str, status: int) -> bool:
+    """Whether an answer carries no body, whatever its headers say."""
+    return method == "HEAD" or status in _NO_BODY_STATUS
+
+
 def request_target(raw_path: bytes, query_string: bytes) -> bytes:
     """What the origin is asked for: the client's path as it came, and its query."""
     return raw_path + b"?" + query_string if query_string else raw_path
@@ -181,8 +186,7 @@ class HttpProxy:
         refused for its declared size."""
         if length is not None and length > self._max_response:
             return False
-        return (method == "HEAD" or status in _NO_BODY_STATUS
-                or (length is not None and length <= SMALL_BODY))
+        return bodyless(method, status) or (length is not None and length <= SMALL_BODY)
 
     async def _relay(self, scope: Scope, receive: Receive, send: Send, route: RuntimeRoute,
                      response: OriginResponse, watch: bool,
@@ -193,10 +197,10 @@ class HttpProxy:
                                "service relays.")(scope, receive, send)
             return
         status = response.status
-        bodyless = scope["method"] == "HEAD" or status in _NO_BODY_STATUS
         if self.relays_whole(scope["method"], status, length):
             try:
-                payload = (b"" if bodyless else response.body() if response.complete
+                payload = (b"" if bodyless(scope["method"], status)
+                           else response.body() if response.complete
                            else await response.read())
             except ClientGone:
                 return

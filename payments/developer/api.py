@@ -19,7 +19,7 @@ from starlette.routing import Route
 from payments.apps import set_pay_to
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
-from payments.developer.auth import Principal, authenticate, credentials, enforce_for_developer
+from payments.developer.auth import Principal, credentials, run_as
 from payments.developer.keys import create_key, revoke_key
 from payments.developer.models import ApiKey, CliGrant
 from payments.developer.services import DeveloperServices
@@ -46,16 +46,8 @@ class DeveloperApi:
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], Any],
                   limit: Limit | None = None) -> Any:
-        creds = credentials(request, accept_session=self.accept_session)
-        if limit is not None:
-            await enforce_for_developer(self.s, creds, limit)
-        now = self.s.clock()
-
-        def unit(session: Session) -> Any:
-            principal = authenticate(session, creds, now, self.s.policy, self.s.console_url)
-            return work(session, principal)
-
-        return await self.s.run(unit)
+        return await run_as(self.s, credentials(request, accept_session=self.accept_session),
+                            work, limit)
 
     def routes(self) -> list[Route]:
         p = "/api/developer"

@@ -7,8 +7,10 @@ are accepted on the API and console hosts and are limited to one app and their s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -24,6 +26,8 @@ from payments.errors import ApiError
 from payments.ids import IdPrefix
 from payments.models import App
 from payments.ratelimit import Limit, enforce
+
+T = TypeVar("T")
 
 SESSION_COOKIE = "svc_console"
 CSRF_HEADER = "x-csrf-token"
@@ -108,6 +112,20 @@ def check_csrf(record: ConsoleSession, token: str | None, origin: str | None,
         raise ApiError("csrf_failed", 403, "Missing or wrong CSRF token; reload the page.")
 
 
+async def run_as(services: DeveloperServices, creds: Credentials,
+                 work: Callable[[Session, Principal], T], limit: Limit | None = None) -> T:
+    """Run ``work`` in one unit of work as the caller ``creds`` name; with a ``limit``,
+    counted against the caller's budget first (:func:`enforce_for_developer`)."""
+    if limit is not None:
+        await enforce_for_developer(services, creds, limit)
+    now = services.clock()
+
+    def unit(session: Session) -> T:
+        return work(session, authenticate(session, creds, now, services.policy,
+                                          services.console_url))
+    return await services.run(unit)
+
+
 async def enforce_for_developer(services: DeveloperServices, creds: Credentials,
                                 limit: Limit) -> None:
     """Count a hit on ``limit`` for the caller's developer account, once it is known who
@@ -115,14 +133,12 @@ async def enforce_for_developer(services: DeveloperServices, creds: Credentials,
 
     Counted after authentication and per account, not per address: a request without
     valid credentials gets its 401 and uses up nobody's budget, and developers behind one
-    address (an office, a CI provider) do not share one.
+    address (an office, a CI provider) do not share one. The caller is authenticated in a
+    unit of its own, and again in the unit that does the work: the limiter is async (Redis)
+    and is not called while a transaction is open.
     """
-    now = services.clock()
-
-    def who(session: Session) -> str:
-        return authenticate(session, creds, now, services.policy,
-                            services.console_url).developer_id
-    await enforce(services.limiter(), limit, limit_key(await services.run(who)))
+    developer_id = await run_as(services, creds, lambda session, who: who.developer_id)
+    await enforce(services.limiter(), limit, limit_key(developer_id))
 
 
 def limit_key(developer_id: str) -> str:

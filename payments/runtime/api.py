@@ -24,7 +24,7 @@ from manifest.fetch import OriginClient
 from manifest.rules import MAX_PATH_LENGTH, is_concrete_path
 from manifest.url_policy import UrlRefused, check_runtime_origin
 from manifest.verify import Report, verify_runtime
-from payments.developer.auth import Principal, authenticate, credentials, enforce_for_developer
+from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import field_str, read_json
@@ -78,14 +78,8 @@ class RuntimeApi:
             self.s, credentials(request, accept_session=self.accept_session), limit)
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], T]) -> T:
-        creds = credentials(request, accept_session=self.accept_session)
-        now = self.s.clock()
-
-        def unit(session: Session) -> T:
-            principal = authenticate(session, creds, now, self.s.policy, self.s.console_url)
-            return work(session, principal)
-
-        return await self.s.run(unit)
+        return await run_as(self.s, credentials(request, accept_session=self.accept_session),
+                            work)
 
     def _view(self, app: App) -> dict[str, Any]:
         return runtime_view(app, self.r.runtime_url(app.slug))

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from payments.chain.params import ChainParams
-from payments.developer.auth import Principal, authenticate, credentials, enforce_for_developer
+from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import field_str, field_str_list, read_json, required_str
@@ -77,13 +77,8 @@ class WebhookApi:
     # Plumbing
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], T]) -> T:
-        dev = self.s.developer
-        creds = credentials(request, accept_session=self.accept_session)
-        now = dev.clock()
-
-        def unit(session: Session) -> T:
-            return work(session, authenticate(session, creds, now, dev.policy, dev.console_url))
-        return await dev.run(unit)
+        return await run_as(self.s.developer,
+                            credentials(request, accept_session=self.accept_session), work)
 
     async def _limit(self, request: Request, limit: Limit) -> None:
         await enforce_for_developer(

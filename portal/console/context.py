@@ -11,13 +11,7 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from payments.developer.auth import (
-    SESSION_COOKIE,
-    Credentials,
-    Principal,
-    authenticate,
-    enforce_for_developer,
-)
+from payments.developer.auth import SESSION_COOKIE, Credentials, Principal, run_as
 from payments.developer.models import Developer
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
@@ -50,16 +44,10 @@ class Console:
                             csrf=form.get(CSRF_FIELD) if form else None,
                             method="POST" if form else "GET",
                             origin=request.headers.get("origin"))
-        if limit is not None:
-            await enforce_for_developer(self.services, creds, limit)
-        now = self.services.clock()
 
-        def unit(session: Session) -> tuple[Nav, T]:
-            who = authenticate(session, creds, now, self.services.policy,
-                               self.services.console_url)
+        def unit(session: Session, who: Principal) -> tuple[Nav, T]:
             return nav_of(session, who), work(session, who)
-
-        return await self.services.run(unit)
+        return await run_as(self.services, creds, unit, limit)
 
     def check_signed_out_form(self, request: Request, form: Form) -> None:
         check_double_submit(request.cookies.get(CSRF_COOKIE), form.get(CSRF_FIELD) or None,
