@@ -549,14 +549,20 @@ def where_time_goes(router: list[Sample], ref: list[Sample]) -> str:
     """The router's CPU per request against the reference's, user and kernel apart."""
     r_all, r_kernel = cpu_per_request(router), cpu_per_request(router, kernel=True)
     f_all, f_kernel = cpu_per_request(ref), cpu_per_request(ref, kernel=True)
+    user = (r_all - r_kernel) - (f_all - f_kernel)
+    user_note = (
+        f"{user:.0f} us more user time (the cached route and gate, header policy both ways, "
+        "the upstream client and parsing the origin's answer, beyond what uvicorn and "
+        "Starlette spend on the reference's request)" if user >= 0 else
+        f"{-user:.0f} us less user time: the router's own protocol (`router/fast_protocol."
+        "py`) does all of its proxying in less than uvicorn's per-request work (scope, "
+        "request cycle, task) and Starlette's routing cost the reference"
+    )
     return (
         f"Where the router's time goes: {r_all:.0f} us of CPU per request "
         f"({r_all - r_kernel:.0f} us in Python and its C extensions, {r_kernel:.0f} us in "
         f"the kernel) against the reference's {f_all:.0f} us ({f_all - f_kernel:.0f} + "
-        f"{f_kernel:.0f}). The difference, {r_all - f_all:.0f} us, is "
-        f"{(r_all - r_kernel) - (f_all - f_kernel):.0f} us of user time (on the fast path: "
-        "the cached route and gate, header policy both ways, the upstream client and "
-        f"parsing the origin's answer) and {r_kernel - f_kernel:.0f} us of kernel "
+        f"{f_kernel:.0f}): {user_note}, and {r_kernel - f_kernel:.0f} us more kernel "
         "time (the second socket: one more read and write per request, and the wake-up "
         "of the upstream each write causes). `--profile` shows the Python side; "
         "docs/decisions.md has what was measured and chosen."
@@ -590,7 +596,7 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for key, label in (("nginx", "nginx reverse proxy (keepalive 64)"),
-                       ("router", "router (`create_app`, uvicorn)"),
+                       ("router", "router (`create_app`, as `svc-server` serves it)"),
                        ("reference", "reference: Starlette answers 1 KB itself")):
         rows = results[key]
         rps, p50, p99 = median(rows, "rps"), median(rows, "p50_ms"), median(rows, "p99_ms")
@@ -642,13 +648,14 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
         ", migrations run and one app seeded (slug `bench`, runtime origin = the upstream, "
         "runtime active, domain approved), then "
         "`uvicorn.Server(server_config(create_app(settings), settings, "
-        "log_level=\"warning\")).run()`: one worker, uvloop, httptools (each response head "
-        "written with its body, `router/server_protocol.py`), the proxy's fast path on (the "
-        "default, `SVCSRV_PROXY_FAST_PATH`: a bodyless request for a cached, open runtime is "
-        "served from the HTTP protocol without the ASGI entry, `router/fast_path.py`, "
-        "`router/fast_exchange.py`; the first request after the 1 s cache entry expires "
-        "takes the ASGI path), no access log, no server/date "
-        "headers (the origin's are relayed), the heap frozen after startup "
+        "log_level=\"warning\")).run()`: one worker, uvloop, the proxy's fast path on (the "
+        "default, `SVCSRV_PROXY_FAST_PATH`: each connection starts with our own HTTP/1.1 "
+        "protocol, `router/fast_protocol.py`, which serves a bodyless request for a cached, "
+        "open runtime itself, `router/fast_path.py`, `router/fast_exchange.py`, runs other "
+        "bodyless requests through the ASGI app in a uvicorn request cycle, and hands a "
+        "connection to uvicorn's httptools protocol at its first request with a body or an "
+        "upgrade; a cache entry in use is refreshed ahead of its 1 s expiry), no access "
+        "log, no server/date headers (the origin's are relayed), the heap frozen after startup "
         "(`router/heap.py`), default settings otherwise (no Redis: app cache TTL 1 s; the "
         "proxy's own HTTP/1.1 client, `router/upstream_client.py`, keeping up to 512 idle "
         "keep-alive connections).",

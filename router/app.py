@@ -82,7 +82,7 @@ class Service:
         self._table = HostTable(settings)
         self.hosts = hosts
         self._runtime = runtime
-        # Read by router/server_protocol.py: the runtime requests it may serve below ASGI.
+        # Read by router/fast_protocol.py: the runtime requests it serves below ASGI.
         self.fast_path = (FastPath(settings, self._table, resources, runtime.http)
                           if settings.proxy_fast_path else None)
 

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import socket
 import sys
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
 
@@ -16,7 +16,7 @@ from payments import migrate
 from payments.db import make_engine, make_sessionmaker
 from router.app import create_app
 from router.dev import DEMO_PAY_TO, DEMO_SLUG, seed_demo
-from router.server_protocol import HttpProtocol
+from router.fast_protocol import http_protocol
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 
 
@@ -24,8 +24,8 @@ def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
     extra.setdefault("log_level", "info")
     return uvicorn.Config(
         app, host=settings.bind_host, port=settings.bind_port, loop="uvloop",
-        # httptools, each response head leaving with its body (router/server_protocol.py)
-        http=HttpProtocol,
+        # the runtime fast path, then uvicorn's httptools (router/fast_protocol.py)
+        http=cast(type[asyncio.Protocol], http_protocol),
         ws="websockets-sansio", lifespan="on",
         # The proxy relays the origin's own Server/Date headers; ours would duplicate them.
         server_header=False, date_header=False,

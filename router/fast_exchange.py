@@ -1,7 +1,7 @@
 """A fast-path request carried by the origin connection's callbacks, without a task.
 
 For the common answer the whole exchange happens inside two callbacks: the client's head
-arrives (``router/server_protocol.py`` starts the request on an idle pooled connection)
+arrives (``router/fast_protocol.py`` starts the request on an idle pooled connection)
 and the origin's answer arrives, head and small body in one segment (the connection
 calls :meth:`FastExchange.step`, which writes the answer). A coroutine in a task costs a
 task, a future and two trips round the event loop per request for the same work
@@ -21,14 +21,14 @@ from collections.abc import Callable
 from functools import partial
 from typing import cast
 
-from starlette.types import Receive
 from uvicorn._types import ASGI3Application
 
 from router.gating import RuntimeRoute
 from router.headers import Headers, ResponsePlan, plan_response
 from router.origin import Origin
 from router.origin_connection import OriginConnection
-from router.proxy import HttpProxy, WholeWriter, bodyless, client_left
+from router.proxy import HttpProxy, WholeWriter, bodyless
+from router.upstream_client import ClientGoneWaiter
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +36,12 @@ StartTask = Callable[[ASGI3Application], None]
 
 
 class FastExchange:
-    __slots__ = ("_conn", "_headers", "_method", "_origin", "_plan", "_proxy", "_receive",
+    __slots__ = ("_client_gone", "_conn", "_headers", "_method", "_origin", "_plan", "_proxy",
                  "_route", "_start_task", "_target", "_write_whole")
 
     def __init__(self, proxy: HttpProxy, route: RuntimeRoute, origin: Origin, method: str,
-                 target: bytes, headers: Headers, receive: Receive, write_whole: WholeWriter,
+                 target: bytes, headers: Headers, client_gone: ClientGoneWaiter,
+                 write_whole: WholeWriter,
                  start_task: StartTask) -> None:
         self._proxy = proxy
         self._route = route
@@ -48,7 +49,7 @@ class FastExchange:
         self._method = method
         self._target = target
         self._headers = headers
-        self._receive = receive
+        self._client_gone = client_gone
         self._write_whole = write_whole
         self._start_task = start_task
         self._conn: OriginConnection | None = None
@@ -59,7 +60,7 @@ class FastExchange:
         was sent: the caller runs :meth:`task` instead)."""
         conn = self._proxy.client().start(
             self._origin, self._method, self._target, self._headers,
-            client_gone=partial(client_left, self._receive))
+            client_gone=self._client_gone)
         if conn is None:
             return False
         self._conn = conn

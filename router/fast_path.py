@@ -7,7 +7,7 @@ Host dispatch of :class:`router.app.Service`, an awaited cache lookup and the ga
 host whose route is cached and open, no body, no upgrade, not ``/svc-auth-return``.
 :meth:`FastPath.plan` recognises it from the parsed head with the same rules the ASGI path
 applies (``HostTable.classify``, ``AppDirectory``, ``gate``, ``plan_request``), and
-``router/server_protocol.py`` hands it straight to :meth:`HttpProxy.exchange`. Anything
+``router/fast_protocol.py`` hands it straight to :meth:`HttpProxy.exchange`. Anything
 else gets ``None`` and goes through ASGI unchanged: a cache miss, a closed gate, a body,
 a refused origin address, a host that is not a runtime.
 """

@@ -33,7 +33,7 @@ _NO_BODY_STATUS = (204, 304)
 
 
 # Writes a whole small answer (status, headers, body) below ASGI, in one go; False when it
-# wrote nothing and the answer must go through ``send`` (router/server_protocol.py).
+# wrote nothing and the answer must go through ``send`` (router/fast_protocol.py).
 WholeWriter = Callable[[int, Headers, bytes], bool]
 
 

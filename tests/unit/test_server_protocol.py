@@ -1,5 +1,5 @@
 """Held writes: one write per response when head and body come together, order kept; the
-fast path's one-write answers are the bytes uvicorn's send would write."""
+fast protocol's one-write answers are the bytes uvicorn's send would write."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
 from router.headers import Headers
-from router.server_protocol import HeldWrites, write_whole
+from router.server_protocol import HeldWrites, frame_whole
 
 
 class Recorder:
@@ -52,7 +52,7 @@ def test_a_head_leaves_with_its_body_and_alone_at_the_end_of_the_iteration() -> 
     assert asyncio.run(main()) == [b"head1body1", b"head2", b"chunklast", b"head3"]
 
 
-# -- write_whole: uvicorn's send of a start and a final body, in one write -------------------
+# -- frame_whole: uvicorn's send of a start and a final body, in one write -------------------
 
 def cycle_on(transport: Recorder, method: str = "GET",
              keep_alive: bool = True) -> RequestResponseCycle:
@@ -77,18 +77,12 @@ def through_send(method: str, keep_alive: bool, status: int, headers: Headers,
     return asyncio.run(main())
 
 
-def through_write_whole(method: str, keep_alive: bool, status: int, headers: Headers,
+def through_frame_whole(method: str, keep_alive: bool, status: int, headers: Headers,
                         body: bytes) -> tuple[bytes, bool] | None:
-    async def main() -> tuple[bytes, bool] | None:
-        transport = Recorder()
-        cycle = cycle_on(transport, method, keep_alive)
-        writes = HeldWrites(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
-        if not write_whole(cycle, writes, status, headers, body):
-            assert transport.sends == [] and not cycle.response_started
-            return None
-        assert cycle.response_complete
-        return b"".join(transport.sends), transport.closed
-    return asyncio.run(main())
+    """What the fast protocol writes: the framed answer, closing unless kept alive."""
+    data = frame_whole(status, headers, body, [], head_only=method == "HEAD",
+                       keep_alive=keep_alive)
+    return None if data is None else (data, not keep_alive)
 
 
 PLAIN: Headers = [(b"server", b"origin"), (b"content-type", b"text/plain"),
@@ -103,9 +97,9 @@ PLAIN: Headers = [(b"server", b"origin"), (b"content-type", b"text/plain"),
     ("GET", True, 304, [(b"etag", b'"x"')], b""),
     ("GET", True, 299, PLAIN, b"hello"),
 ])
-def test_write_whole_writes_what_send_writes(method: str, keep_alive: bool, status: int,
+def test_frame_whole_writes_what_send_writes(method: str, keep_alive: bool, status: int,
                                              headers: Headers, body: bytes) -> None:
-    assert through_write_whole(method, keep_alive, status, headers, body) == \
+    assert through_frame_whole(method, keep_alive, status, headers, body) == \
         through_send(method, keep_alive, status, headers, body)
 
 
@@ -117,6 +111,6 @@ def test_write_whole_writes_what_send_writes(method: str, keep_alive: bool, stat
     (200, [(b"connection", b"close"), (b"content-length", b"5")], b"hello"),
     (600, [(b"content-length", b"5")], b"hello"),
 ])
-def test_write_whole_leaves_anything_else_to_send(status: int, headers: Headers,
+def test_frame_whole_leaves_anything_else_to_send(status: int, headers: Headers,
                                                   body: bytes) -> None:
-    assert through_write_whole("GET", True, status, headers, body) is None
+    assert through_frame_whole("GET", True, status, headers, body) is None

@@ -1,0 +1,412 @@
+"""The HTTP/1.1 protocol every connection starts with: the runtime fast path, without uvicorn.
+
+uvicorn's httptools protocol builds an ASGI scope, a request cycle, an ``asyncio.Event``
+and a keep-alive timer for every request, whether or not ASGI runs; measured on this
+box, that framework work cost more than the whole proxying (bench/proxy_bench.py,
+docs/decisions.md). This protocol parses a request head itself and, when
+:meth:`router.fast_path.FastPath.plan` accepts it (a cached, open runtime; no body; no
+upgrade), sends it on a pooled origin connection and writes the small answer in one
+write from the origin connection's callback (``router/fast_exchange.py``). Nothing per
+request but the head's bytes, the planned headers and the exchange.
+
+Any other request whose head is whole and which has no body (another host, a cache
+miss, a closed gate, ``/svc-auth-return``) runs the service's ASGI application in a
+uvicorn request cycle on this connection, exactly as uvicorn's own protocol would run it,
+and the connection stays here. Everything else is uvicorn's, by handing the connection
+over: the first request with a body, an upgrade, ``Expect``, or a head that does not
+parse is given, from its first byte, to :class:`router.server_protocol.HttpProtocol`,
+which then owns the connection for the rest of its life. A request is decided before any
+byte of it is consumed: its head is framed here by its blank line, and only a request
+that is whole at that point is ever served here.
+
+A fast request whose answer the exchange cannot write in one go (no idle origin
+connection, an error, a streamed or large answer, a full write buffer, a client that
+left) continues the same way, as a request cycle running
+:meth:`router.proxy.HttpProxy.exchange` as its ASGI application: gateway pages, retries,
+streaming and flow control stay those of the ASGI path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import urllib.parse
+from typing import Any, cast
+
+import httptools
+from uvicorn._types import ASGI3Application
+from uvicorn.config import Config
+from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+from uvicorn.protocols.utils import get_local_addr, get_remote_addr, is_ssl
+from uvicorn.server import ServerState
+
+from router.fast_exchange import FastExchange
+from router.fast_path import FastPath
+from router.headers import Headers
+from router.proxy import request_target
+from router.server_protocol import HeldWrites, HttpProtocol, frame_whole
+
+# A head not complete within this many bytes is uvicorn's to judge (it answers 400 or
+# waits, as for any connection); the fast path only serves ordinary heads.
+MAX_HEAD = 64 * 1024
+# Pipelined bytes held while a request is in flight before reading pauses.
+MAX_BUFFER = 64 * 1024
+
+
+class _Head:
+    """What the parser reports about one request head (httptools callbacks)."""
+
+    __slots__ = ("complete", "expect", "headers", "keep_alive", "method", "parser", "upgrade",
+                 "url", "version")
+
+    def __init__(self) -> None:
+        self.parser = httptools.HttpRequestParser(self)
+        # As uvicorn's parser: answer the first of pipelined requests sent before a close.
+        self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
+        self.url = b""
+        self.headers: Headers = []
+        self.complete = False
+        self.expect = False
+        self.method = b""
+        self.version = "1.1"
+        self.keep_alive = True
+        self.upgrade = False
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.headers = []
+        self.complete = False
+        self.expect = False
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()  # as uvicorn gives them (the header policy expects it)
+        if name == b"expect":
+            self.expect = True
+        self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        # Read here, as uvicorn does: once the message is complete the parser has moved on.
+        parser = self.parser
+        self.method = parser.get_method()
+        self.version = parser.get_http_version()
+        self.keep_alive = self.version != "1.0" and parser.should_keep_alive()
+        self.upgrade = parser.should_upgrade()
+
+    def on_message_complete(self) -> None:
+        self.complete = True
+
+
+class FastProtocol(asyncio.Protocol):
+    __slots__ = (
+        "_app", "_app_state", "_buffer", "_client", "_client_ip", "_closing", "_config", "_cycle",
+        "_exchange", "_fast", "_flow", "_gone", "_gone_waiter", "_handed_over", "_head",
+        "_idle_timer", "_last", "_loop", "_reading_paused", "_request",
+        "_scheme", "_server", "_server_state", "_transport", "_trusted", "_writes",
+    )
+
+    def __init__(self, fast: FastPath, config: Config, server_state: ServerState,
+                 app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self._fast = fast
+        self._config = config
+        self._app = cast(ASGI3Application, config.loaded_app)
+        self._server_state = server_state
+        self._app_state = app_state
+        self._loop = _loop or asyncio.get_event_loop()
+        self._head = _Head()
+        self._buffer = b""
+        self._transport: asyncio.Transport | None = None
+        self._flow: FlowControl | None = None
+        self._writes: HeldWrites | None = None
+        self._server: tuple[str, int | None] | None = None
+        self._client: tuple[str, int] | None = None
+        self._client_ip: str | None = None
+        self._scheme = "http"
+        self._trusted = False
+        # The request in flight: (method, http_version, path, raw_path, query, headers,
+        # keep_alive); None while idle.
+        self._request: tuple[str, str, str, bytes, bytes, Headers, bool] | None = None
+        self._exchange: FastExchange | None = None
+        self._cycle: RequestResponseCycle | None = None
+        self._reading_paused = False
+        self._closing = False  # shutting down: close after the answer in flight
+        self._gone = False
+        self._gone_waiter: asyncio.Future[None] | None = None
+        self._handed_over = False
+        self._last = 0.0
+        self._idle_timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        stream = cast(asyncio.Transport, transport)
+        self._transport = stream
+        self._flow = FlowControl(stream)
+        self._writes = HeldWrites(stream, self._loop)
+        self._server = get_local_addr(stream)
+        self._client = get_remote_addr(stream)
+        self._client_ip = self._client[0] if self._client else None
+        self._scheme = "https" if is_ssl(stream) else "http"
+        self._trusted = self._fast.trusts(self._client_ip)
+        self._server_state.connections.add(self)  # type: ignore[arg-type]
+        self._last = self._loop.time()
+        self._arm_idle_timer()
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer = self._buffer + data if self._buffer else data
+        if self._request is not None:  # pipelined behind the answer in flight
+            if len(self._buffer) > MAX_BUFFER and not self._reading_paused:
+                self._pause_reading()
+            return
+        self._last = self._loop.time()
+        self._next()
+
+    def eof_received(self) -> bool | None:
+        return None  # close; connection_lost settles the request in flight
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._server_state.connections.discard(self)
+        self._gone = True
+        waiter = self._gone_waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        cycle = self._cycle
+        if cycle is not None:
+            if not cycle.response_complete:
+                cycle.disconnected = True
+            cycle.message_event.set()
+        if self._flow is not None:
+            self._flow.resume_writing()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def pause_writing(self) -> None:
+        assert self._flow is not None
+        self._flow.pause_writing()
+
+    def resume_writing(self) -> None:
+        assert self._flow is not None
+        self._flow.resume_writing()
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown: close now if idle, else after the answer."""
+        transport = self._transport
+        if transport is None:
+            return
+        if self._request is None:
+            transport.close()
+            return
+        self._closing = True
+        if self._cycle is not None:
+            self._cycle.keep_alive = False
+
+    # -- requests -------------------------------------------------------------------------
+
+    def _next(self) -> None:
+        """Serve the request at the start of the buffer, if its head is all there."""
+        buffer = self._buffer
+        end = buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(buffer) > MAX_HEAD:
+                self._hand_over()
+            return
+        head = self._head
+        try:
+            head.parser.feed_data(buffer[:end + 4])
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade):
+            self._hand_over()  # uvicorn answers 400, or upgrades
+            return
+        if not head.complete or head.expect or head.upgrade:
+            self._hand_over()  # a body follows, or something only uvicorn does
+            return
+        try:
+            url = httptools.parse_url(head.url)
+        except httptools.HttpParserInvalidURLError:
+            self._hand_over()
+            return
+        raw_path: bytes = url.path
+        if not raw_path.isascii():
+            self._hand_over()
+            return
+        self._buffer = buffer[end + 4:]
+        path = raw_path.decode("ascii")
+        if "%" in path:
+            path = urllib.parse.unquote(path)
+        method = head.method.decode("ascii")
+        query: bytes = url.query or b""
+        self._request = (method, head.version, path, raw_path, query, head.headers,
+                         head.keep_alive)
+        planned = self._fast.plan(head.headers, path, self._client_ip, self._scheme,
+                                  self._trusted)
+        if planned is None:
+            # Another host, a cache miss, a closed gate: the service answers, through ASGI,
+            # and the connection stays here for the requests after it.
+            self._fall_back(self._app)
+            return
+        route, origin, headers = planned
+        exchange = self._exchange = FastExchange(
+            self._fast.proxy, route, origin, method, request_target(raw_path, query), headers,
+            self._wait_gone, self._write_whole, self._fall_back)
+        if exchange.start():
+            self._fast.untasked += 1
+        else:
+            self._fall_back(exchange.task())
+
+    def _write_whole(self, status: int, headers: Headers, body: bytes) -> bool:
+        """The answer in one write; False (nothing written) when a request cycle must
+        send it (see :func:`router.server_protocol.frame_whole`)."""
+        request = self._request
+        flow = self._flow
+        if (request is None or self._cycle is not None or self._gone or flow is None
+                or flow.write_paused):
+            return False
+        keep_alive = request[6] and not self._closing
+        data = frame_whole(status, headers, body, self._server_state.default_headers,
+                           head_only=request[0] == "HEAD", keep_alive=keep_alive)
+        if data is None:
+            return False
+        assert self._writes is not None
+        self._writes.write_now(data)
+        self._done(keep_alive)
+        return True
+
+    def _fall_back(self, app: ASGI3Application) -> None:
+        """The rest of the request in flight as a uvicorn request cycle running ``app``."""
+        request = self._request
+        assert request is not None and self._flow is not None and self._writes is not None
+        method, version, path, raw_path, query, headers, keep_alive = request
+        scope = {
+            "type": "http", "asgi": {"version": self._config.asgi_version,
+                                     "spec_version": "2.3"},
+            "http_version": version, "server": self._server, "client": self._client,
+            "scheme": self._scheme, "root_path": "", "headers": headers,
+            "state": self._app_state.copy(), "method": method, "path": path,
+            "raw_path": raw_path, "query_string": query,
+        }
+        cycle = self._cycle = RequestResponseCycle(
+            scope=scope,  # type: ignore[arg-type]
+            transport=cast(asyncio.Transport, self._writes), flow=self._flow,
+            logger=logging.getLogger("uvicorn.error"),
+            access_logger=logging.getLogger("uvicorn.access"), access_log=False,
+            default_headers=self._server_state.default_headers,
+            message_event=asyncio.Event(), expect_100_continue=False,
+            keep_alive=keep_alive and not self._closing, on_response=self._cycle_done)
+        cycle.more_body = False  # the request had no body: receive() gives it at once
+        cycle.message_event.set()
+        if self._gone:
+            cycle.disconnected = True
+        task = self._loop.create_task(cycle.run_asgi(app))
+        task.add_done_callback(self._server_state.tasks.discard)
+        self._server_state.tasks.add(task)
+
+    def _cycle_done(self) -> None:
+        cycle = self._cycle
+        assert cycle is not None
+        self._cycle = None
+        self._done(cycle.keep_alive)
+
+    def _done(self, keep_alive: bool) -> None:
+        """The answer is written (uvicorn's ``on_response_complete``)."""
+        self._server_state.total_requests += 1
+        self._request = None
+        self._exchange = None
+        transport = self._transport
+        assert transport is not None
+        if not keep_alive:
+            assert self._writes is not None
+            self._writes.close()
+            return
+        if transport.is_closing():
+            return
+        if self._reading_paused:
+            self._reading_paused = False
+            transport.resume_reading()
+        self._last = self._loop.time()
+        if self._buffer:
+            # Not from inside this callback: the origin connection of the answer just
+            # written goes back to its pool first, for the next request to use.
+            self._loop.call_soon(self._resume)
+        elif self._idle_timer is None:
+            self._arm_idle_timer()
+
+    def _resume(self) -> None:
+        if self._request is None and not self._handed_over and not self._gone and self._buffer:
+            self._next()
+
+    async def _wait_gone(self) -> None:
+        """Returns once the client has disconnected (the upstream client's watch)."""
+        if self._gone:
+            return
+        if self._gone_waiter is None:
+            self._gone_waiter = self._loop.create_future()
+        await asyncio.shield(self._gone_waiter)
+
+    # -- handing over to uvicorn --------------------------------------------------------
+
+    def _hand_over(self) -> None:
+        """Give the connection, and every byte not yet served, to uvicorn's protocol."""
+        transport = self._transport
+        assert transport is not None and self._writes is not None
+        self._writes.flush()  # what a request cycle here wrote goes first
+        self._handed_over = True
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self._server_state.connections.discard(self)
+        protocol = HttpProtocol(self._config, self._server_state, self._app_state, self._loop)
+        if self._reading_paused:
+            self._reading_paused = False
+            transport.resume_reading()
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        if self._flow is not None and self._flow.write_paused:
+            protocol.pause_writing()
+        data, self._buffer = self._buffer, b""
+        protocol.data_received(data)
+
+    # -- idle connections ---------------------------------------------------------------
+
+    def _arm_idle_timer(self) -> None:
+        self._idle_timer = self._loop.call_at(self._last + self._config.timeout_keep_alive,
+                                              self._idle_check)
+
+    def _idle_check(self) -> None:
+        """uvicorn's keep-alive timeout, without a timer per request: the timer checks
+        when the connection last did something, and re-arms for that."""
+        self._idle_timer = None
+        transport = self._transport
+        if transport is None or transport.is_closing() or self._handed_over:
+            return
+        if self._request is not None:
+            return  # busy: re-armed when the answer is written
+        if self._loop.time() >= self._last + self._config.timeout_keep_alive:
+            transport.close()
+        else:
+            self._arm_idle_timer()
+
+    def _pause_reading(self) -> None:
+        assert self._transport is not None
+        self._reading_paused = True
+        self._transport.pause_reading()
+
+
+
+def http_protocol(config: Config, server_state: ServerState, app_state: dict[str, Any],
+                  _loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Protocol:
+    """uvicorn's ``http`` protocol factory: :class:`FastProtocol` where the service's fast
+    path is on and the ASGI path would run the service itself and write no log line (no
+    wrapping middleware, no root path, no concurrency limit, no access log); uvicorn's
+    own protocol (with held writes) otherwise. Read for each new connection."""
+    if not config.loaded:
+        config.load()
+    fast = getattr(config.app, "fast_path", None)
+    access_log = config.access_log and logging.getLogger("uvicorn.access").hasHandlers()
+    if (isinstance(fast, FastPath) and config.loaded_app is config.app and not config.root_path
+            and config.limit_concurrency is None and not access_log):
+        return FastProtocol(fast, config, server_state, app_state, _loop)
+    return HttpProtocol(config, server_state, app_state, _loop)
