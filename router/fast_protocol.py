@@ -47,6 +47,8 @@ from router.headers import Headers
 from router.proxy import request_target
 from router.server_protocol import HeldWrites, HttpProtocol, frame_whole
 
+log = logging.getLogger(__name__)
+
 # A head not complete within this many bytes is uvicorn's to judge (it answers 400 or
 # waits, as for any connection); the fast path only serves ordinary heads.
 MAX_HEAD = 64 * 1024
@@ -241,8 +243,12 @@ class FastProtocol(asyncio.Protocol):
         query: bytes = url.query or b""
         self._request = (method, head.version, path, raw_path, query, head.headers,
                          head.keep_alive)
-        planned = self._fast.plan(head.headers, path, self._client_ip, self._scheme,
-                                  self._trusted)
+        try:
+            planned = self._fast.plan(head.headers, path, self._client_ip, self._scheme,
+                                      self._trusted)
+        except Exception:  # a bug here must not cost the connection: ASGI answers instead
+            log.exception("fast path plan failed")
+            planned = None
         if planned is None:
             # Another host, a cache miss, a closed gate: the service answers, through ASGI,
             # and the connection stays here for the requests after it.

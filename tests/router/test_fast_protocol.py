@@ -294,3 +294,22 @@ def test_shutdown_lets_the_answer_in_flight_finish_then_closes(
         assert fast.taken - before == 1
     assert head.startswith(b"HTTP/1.1 200 ") and body == b"GET /slow |"
     assert b"\r\nconnection: close\r\n" in head
+
+
+def test_a_failing_fast_plan_is_logged_and_the_request_answered_through_asgi(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug in the fast path")
+
+    with warm(start_proxy_router, proxy_sessions, origin) as router:
+        host, fast = router.host("game"), fast_of(router)
+        monkeypatch.setattr(fast, "plan", broken)
+        with connect(router.port) as conn:
+            answers = Answers(conn)
+            conn.sendall(get(host, "/a") + get(host, "/b", "Connection: close\r\n"))
+            assert [answers.next()[1] for _ in range(2)] == [b"GET /a |", b"GET /b |"]
+            assert answers.rest() == b""
+    failures = [r for r in caplog.records if r.getMessage() == "fast path plan failed"]
+    assert len(failures) == 2 and failures[0].exc_info is not None
