@@ -69,11 +69,15 @@ class HeldWrites:
         return self._transport.is_closing()
 
 
-# Header names already checked against uvicorn's HEADER_RE: origins send the same few
-# names on every answer, and the check was the dearest part of framing one (bench/
-# proxy_bench.py). Bounded, so an origin inventing names only costs the check.
+# Header names and values already checked against uvicorn's HEADER_RE and HEADER_VALUE_RE:
+# origins send the same few names, and mostly the same values, on every answer, and the
+# checks were the dearest part of framing one (bench/proxy_bench.py). Bounded, so an
+# origin inventing names or values only costs the check.
 MAX_VALID_NAMES = 1024
+MAX_VALID_VALUES = 4096
+MAX_VALID_VALUE_LENGTH = 256
 _VALID_NAMES: set[bytes] = set()
+_VALID_VALUES: set[bytes] = set()
 
 
 def frame_whole(status: int, headers: Headers, body: bytes,
@@ -102,8 +106,11 @@ def frame_whole(status: int, headers: Headers, body: bytes,
                 return None
             if len(_VALID_NAMES) < MAX_VALID_NAMES:
                 _VALID_NAMES.add(name)
-        if bad_value(value):
-            return None
+        if value not in _VALID_VALUES:
+            if bad_value(value):
+                return None
+            if len(value) <= MAX_VALID_VALUE_LENGTH and len(_VALID_VALUES) < MAX_VALID_VALUES:
+                _VALID_VALUES.add(value)
         parts += (name, b": ", value, b"\r\n")
     if not head_only:
         if length is None:

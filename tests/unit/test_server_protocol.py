@@ -114,3 +114,19 @@ def test_frame_whole_writes_what_send_writes(method: str, keep_alive: bool, stat
 def test_frame_whole_leaves_anything_else_to_send(status: int, headers: Headers,
                                                   body: bytes) -> None:
     assert through_frame_whole("GET", True, status, headers, body) is None
+
+
+def test_checked_values_are_remembered_within_bounds_and_bad_ones_never() -> None:
+    from router import server_protocol
+
+    short, long = b"text/plain; x=1", b"v" * (server_protocol.MAX_VALID_VALUE_LENGTH + 1)
+    for _ in range(2):  # the second pass answers from what the first remembered
+        framed = frame_whole(200, [(b"x-a", short), (b"x-b", long), (b"content-length", b"0")],
+                             b"", [], head_only=False, keep_alive=True)
+        assert framed is not None and b"x-a: " + short + b"\r\n" in framed
+        bad = frame_whole(200, [(b"x-c", b"a\x01b"), (b"content-length", b"0")], b"", [],
+                          head_only=False, keep_alive=True)
+        assert bad is None
+    assert short in server_protocol._VALID_VALUES
+    assert long not in server_protocol._VALID_VALUES  # long values are checked every time
+    assert b"a\x01b" not in server_protocol._VALID_VALUES
