@@ -84,6 +84,11 @@ def _settings(port: int, tmp: Path) -> Settings:
         mode="dev", database_url=f"sqlite:///{tmp / 'router.db'}", bind_port=port,
         apps_port=port, base_url=f"http://api.{base}", portal_url=f"http://portal.{base}",
         console_url=f"http://console.{base}", docs_url=f"http://docs.{base}",
+        # In production the payment workers run as `svc-ops chain run` and `svc-ops webhooks
+        # run` processes (ARCHITECTURE.md, "Embedded defaults and scale-out"), not in the
+        # process serving runtimes; here their cycles (each every 1 s, in a thread) would be
+        # background work nginx does not have.
+        chain_workers=False, webhook_workers=False,
     )
 
 
@@ -655,7 +660,10 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
         "bodyless requests through the ASGI app in a uvicorn request cycle, and hands a "
         "connection to uvicorn's httptools protocol at its first request with a body or an "
         "upgrade; a cache entry in use is refreshed ahead of its 1 s expiry), no access "
-        "log, no server/date headers (the origin's are relayed), the heap frozen after startup "
+        "log, no server/date headers (the origin's are relayed), the payment workers off as "
+        "in production, where `svc-ops chain run` and `svc-ops webhooks run` carry them "
+        "(`SVCSRV_CHAIN_WORKERS=false`, `SVCSRV_WEBHOOK_WORKERS=false`), the heap frozen "
+        "after startup "
         "(`router/heap.py`), default settings otherwise (no Redis: app cache TTL 1 s; the "
         "proxy's own HTTP/1.1 client, `router/upstream_client.py`, keeping up to 512 idle "
         "keep-alive connections).",
