@@ -119,3 +119,38 @@ def test_an_unreachable_websocket_origin_is_refused_at_once(
         elapsed = time.monotonic() - started
     assert refused.value.response.status_code == 403
     assert elapsed < 3.0
+
+
+def test_an_upgrade_after_fast_path_requests_on_one_connection_is_relayed(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        echo: EchoOrigin) -> None:
+    """A keep-alive connection served by the fast protocol hands itself to uvicorn's at the
+    upgrade (router/fast_protocol.py), and the WebSocket works from there."""
+    async def plain(request: web.Request) -> web.Response:
+        return web.Response(text="plain")
+
+    with aiohttp_origin(("GET", "/ws", echo.handler), ("GET", "/plain", plain)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router:
+        fast = router.service.fast_path
+        assert fast is not None
+        host = router.host("game")
+        with socket.create_connection(("127.0.0.1", router.port), timeout=5) as warm:
+            warm.sendall(f"GET /plain HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+                         .encode())
+            while warm.recv(65536):
+                pass  # the route is cached now
+        before = fast.taken
+        sock = socket.create_connection(("127.0.0.1", router.port), timeout=5)
+        sock.sendall(f"GET /plain HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        answer = b""
+        while not answer.endswith(b"plain"):
+            chunk = sock.recv(65536)
+            assert chunk, "the router closed the connection"
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 ") and fast.taken == before + 1
+        with connect(f"ws://{host}/ws", sock=sock, open_timeout=5, close_timeout=5) as ws:
+            ws.send("after a fast request")
+            assert ws.recv(timeout=5) == "after a fast request"
+            ws.close(code=1000)
+            assert echo.closed.wait(5)
+    assert echo.client_close_codes == [1000]
