@@ -258,7 +258,12 @@ class FastProtocol(asyncio.Protocol):
         exchange = self._exchange = FastExchange(
             self._fast.proxy, route, origin, method, request_target(raw_path, query), headers,
             self._wait_gone, self._write_whole, self._fall_back)
-        if exchange.start():
+        try:
+            started = exchange.start()
+        except Exception:  # as for the plan: the request goes the ordinary way instead
+            log.exception("fast exchange start failed")
+            started = False
+        if started:
             self._fast.untasked += 1
         else:
             self._fall_back(exchange.task())

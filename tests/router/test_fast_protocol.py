@@ -313,3 +313,43 @@ def test_a_failing_fast_plan_is_logged_and_the_request_answered_through_asgi(
             assert answers.rest() == b""
     failures = [r for r in caplog.records if r.getMessage() == "fast path plan failed"]
     assert len(failures) == 2 and failures[0].exc_info is not None
+
+
+def test_a_failing_exchange_start_is_logged_and_the_request_answered_the_ordinary_way(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from router.fast_exchange import FastExchange
+
+    def broken(self: FastExchange) -> bool:
+        raise RuntimeError("a bug in the fast exchange")
+
+    with warm(start_proxy_router, proxy_sessions, origin) as router:
+        host = router.host("game")
+        monkeypatch.setattr(FastExchange, "start", broken)
+        with connect(router.port) as conn:
+            answers = Answers(conn)
+            conn.sendall(get(host, "/a") + get(host, "/b", "Connection: close\r\n"))
+            assert [answers.next()[1] for _ in range(2)] == [b"GET /a |", b"GET /b |"]
+            assert answers.rest() == b""
+    failures = [r for r in caplog.records if r.getMessage() == "fast exchange start failed"]
+    assert len(failures) == 2
+
+
+def test_a_connection_silent_before_its_first_request_is_closed_after_the_timeout(
+        proxy_db_url: str, proxy_sessions: sessionmaker[Session], origin: RawOrigin) -> None:
+    add_app(proxy_sessions, "game", origin.url)
+    with served(proxy_db_url, timeout_keep_alive=1) as (router, _), \
+            connect(router.port) as silent, connect(router.port) as slow:
+        silent.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            silent.recv(1)  # open at first
+        head = get(router.host("game"), "/late", "Connection: close\r\n")
+        chunks = [head[i:i + 8] for i in range(0, len(head), 8)]
+        for chunk in chunks[:5]:  # 1.5 s of a head trickling in, each gap under the timeout
+            slow.sendall(chunk)
+            time.sleep(0.3)
+        slow.sendall(b"".join(chunks[5:]))
+        silent.settimeout(3)
+        assert silent.recv(1) == b""  # closed by the router about 1 s after it connected
+        assert Answers(slow).next()[1] == b"GET /late |"
