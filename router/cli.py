@@ -14,9 +14,10 @@ import uvicorn
 from examples.demo_origin import DemoIdentity, demo_origin
 from payments import migrate
 from payments.db import make_engine, make_sessionmaker
-from router.app import create_app
+from router.app import Service, create_app
 from router.dev import DEMO_PAY_TO, DEMO_SLUG, seed_demo
 from router.fast_protocol import http_protocol
+from router.processes import Supervisor
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 
 
@@ -35,6 +36,38 @@ def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
         # line is written rather than a redacted one we might get wrong.
         access_log=False, **extra,
     )
+
+
+def service_from_environment() -> Service:
+    """The app factory each process of a multi-process ``svc-server serve`` imports: the
+    parent checked the same ``SVCSRV_*`` variables before starting it."""
+    configure_logging()
+    return create_app(load_settings())
+
+
+def serve(settings: Settings) -> int:
+    """Serve until SIGINT/SIGTERM; exit code 3 when the service could not start (old schema,
+    port in use...). With ``settings.processes`` > 1, that many processes share the port
+    (router/processes.py)."""
+    if settings.processes == 1:
+        # A start that fails (old schema, port in use) exits with uvicorn's code 3.
+        uvicorn.Server(server_config(create_app(settings), settings)).run()
+        return 0
+    if settings.dev:
+        # Dev migrates at start; done once here, the processes find the schema current
+        # instead of racing each other's DDL.
+        engine = make_engine(settings.database_url)
+        try:
+            migrate.upgrade(engine)
+        finally:
+            engine.dispose()
+    config = server_config(f"{__name__}:{service_from_environment.__name__}", settings,
+                           factory=True)
+    return Supervisor(config, settings.processes).run()
+
+
+def configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
 
 def dev_settings(port: int) -> Settings:
@@ -87,13 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     dev.add_argument("--port", type=int, default=8000)
     sub.add_parser("serve", help=f"run the server with settings from {ENV_PREFIX}* variables")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging()
     try:
         if args.command == "dev":
             asyncio.run(run_dev(dev_settings(args.port)))
         else:
-            settings = load_settings()
-            uvicorn.Server(server_config(create_app(settings), settings)).run()
+            return serve(load_settings())
     except SettingsError as exc:
         print(f"svc-server: {exc}", file=sys.stderr)
         return 2

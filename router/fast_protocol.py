@@ -415,9 +415,11 @@ def http_protocol(config: Config, server_state: ServerState, app_state: dict[str
     own protocol (with held writes) otherwise. Read for each new connection."""
     if not config.loaded:
         config.load()
-    fast = getattr(config.app, "fast_path", None)
+    # The loaded app, not ``config.app``: under `SVCSRV_PROCESSES` that is an import string.
+    # Middleware uvicorn wraps around it (proxy headers, trace logging) has no ``fast_path``.
+    fast = getattr(config.loaded_app, "fast_path", None)
     access_log = config.access_log and logging.getLogger("uvicorn.access").hasHandlers()
-    if (isinstance(fast, FastPath) and config.loaded_app is config.app and not config.root_path
+    if (isinstance(fast, FastPath) and not config.root_path
             and config.limit_concurrency is None and not access_log):
         return FastProtocol(fast, config, server_state, app_state, _loop)
     return HttpProtocol(config, server_state, app_state, _loop)

@@ -43,6 +43,12 @@ class Settings:
     redis_url: str | None = None
     bind_host: str = "127.0.0.1"
     bind_port: int = 8000
+    # Server processes of `svc-server serve`, sharing the listening socket (one Python
+    # process uses one core). More than one needs what every process must share: Redis
+    # (rate limits, cache invalidation), a JSON-RPC chain (the in-process EVM would be one
+    # chain per process) and the chain workers in `svc-ops chain run` (a relayer key's
+    # nonces live in one process). docs/router.md, "Processes".
+    processes: int = 1
     # Peers whose X-Forwarded-* headers we believe; everyone else's are replaced.
     trusted_proxies: tuple[Network, ...] = ()
     # Loopback/private runtime origins; refused outside dev (spec 4.11 table).
@@ -152,6 +158,7 @@ class Settings:
                                 f"{ENV_PREFIX}WEBHOOK_TIMEOUT by 10 s or more")
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
+        self._check_processes()
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
             raise SettingsError(f"apps_domain must be a bare domain, not {self.apps_domain!r}")
         if self.runtime_fetch_timeout <= 0 or self.runtime_manifest_max_bytes < 1024:
@@ -167,6 +174,23 @@ class Settings:
         hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",
                                                           "console_url", "docs_url"))
         object.__setattr__(self, "service_hosts", hosts)
+
+    def _check_processes(self) -> None:
+        if self.processes < 1:
+            raise SettingsError(f"{ENV_PREFIX}PROCESSES must be at least 1")
+        if self.processes == 1:
+            return
+        missing = [need for need, ok in (
+            (f"{ENV_PREFIX}REDIS_URL (rate limits and app cache invalidation are shared "
+             "through Redis)", self.redis_url),
+            (f"{ENV_PREFIX}CHAIN_BACKEND=json_rpc (the in-process EVM would be a separate "
+             "chain in each process)", self.chain_backend == "json_rpc"),
+            (f"{ENV_PREFIX}CHAIN_WORKERS=false with `svc-ops chain run` doing that work (a "
+             "relayer key's nonces are allocated in one process)", not self.chain_workers),
+        ) if not ok]
+        if missing:
+            raise SettingsError(f"{ENV_PREFIX}PROCESSES={self.processes} needs "
+                                + "; ".join(missing))
 
     @property
     def api_host(self) -> str:
@@ -272,7 +296,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
             values[name] = raw.strip() or None
     if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
         values["apps_port"] = int(_number(raw, "APPS_PORT", int)) if raw.strip() else None
-    int_fields = ("bind_port", "proxy_max_request_bytes", "proxy_max_response_bytes",
+    int_fields = ("bind_port", "processes", "proxy_max_request_bytes", "proxy_max_response_bytes",
                   "proxy_pool_size", "db_workers", "console_session_idle_seconds",
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",

@@ -63,6 +63,8 @@ def test_production_from_environment() -> None:
     ({"SVCSRV_TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"),
     ({"SVCSRV_ALLOW_PRIVATE_ORIGINS": "perhaps"}, "boolean"),
     ({"SVCSRV_DB_WORKERS": "0"}, "DB_WORKERS"),
+    ({"SVCSRV_PROCESSES": "0"}, "PROCESSES must be at least 1"),
+    ({"SVCSRV_PROCESSES": "two"}, "PROCESSES must be a number"),
 ])
 def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
@@ -72,6 +74,26 @@ def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> 
 def test_db_workers_from_environment() -> None:
     assert load_settings({}).db_workers == 4
     assert load_settings({"SVCSRV_DB_WORKERS": "2"}).db_workers == 2
+
+
+SHARED = {"SVCSRV_REDIS_URL": "redis://127.0.0.1:6379/0", "SVCSRV_CHAIN_BACKEND": "json_rpc",
+          "SVCSRV_CHAIN_RPC_URL": "https://node.example.com", "SVCSRV_CHAIN_WORKERS": "false",
+          "SVCSRV_SPENDER_ADDRESS": "0x" + "22" * 20}
+
+
+def test_several_processes_need_what_they_must_share() -> None:
+    assert load_settings({**SHARED, "SVCSRV_PROCESSES": "4"}).processes == 4
+    assert load_settings({}).processes == 1
+    for name, needed in (("SVCSRV_REDIS_URL", "SVCSRV_REDIS_URL"),
+                         ("SVCSRV_CHAIN_BACKEND", "SVCSRV_CHAIN_BACKEND=json_rpc"),
+                         ("SVCSRV_CHAIN_WORKERS", "SVCSRV_CHAIN_WORKERS=false")):
+        env = {k: v for k, v in SHARED.items() if k != name}
+        with pytest.raises(SettingsError) as refused:
+            load_settings({**env, "SVCSRV_PROCESSES": "2"})
+        assert needed in str(refused.value)
+        assert load_settings(env).processes == 1  # one process needs none of it
+    with pytest.raises(SettingsError, match="REDIS_URL.*CHAIN_BACKEND.*CHAIN_WORKERS"):
+        load_settings({"SVCSRV_PROCESSES": "2"})  # every missing piece, in one message
 
 
 def test_service_hosts_derived() -> None:

@@ -1,0 +1,116 @@
+"""Several server processes on one port (``SVCSRV_PROCESSES``), one Python process per core.
+
+Each process listens on its own socket in the port's ``SO_REUSEPORT`` group, so the kernel
+spreads new connections over them evenly. uvicorn's own supervisor shares one listening
+socket instead, and there the process whose event loop wakes first accepts a whole burst:
+measured with ``wrk -c64``, one of two processes often got every connection and the other
+none. The parent holds a bound, non-listening socket on the port for its lifetime: it finds
+a port in use before any process starts, and no other user can take the port meanwhile
+(Linux admits only sockets of the same user into a ``SO_REUSEPORT`` group; one that does
+not listen receives no connections).
+
+The parent starts the processes (``spawn``: nothing of the parent's state is inherited),
+replaces one that dies, stops everything when a process could not start (the next would
+fail the same way), and passes SIGINT/SIGTERM on as SIGTERM, which lets each process finish
+the requests it is answering (uvicorn's graceful shutdown).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import socket
+import threading
+from multiprocessing.context import SpawnProcess
+from types import FrameType
+
+import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+
+log = logging.getLogger(__name__)
+
+_spawn = multiprocessing.get_context("spawn")
+# How often the parent looks at its processes; a dead one is replaced within this.
+POLL_SECONDS = 0.5
+
+
+def port_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) in the port's SO_REUSEPORT group, not listening."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _serve_one(config: uvicorn.Config) -> None:
+    """A server process: its own listening socket, then uvicorn until SIGTERM."""
+    config.configure_logging()
+    sock = port_socket(config.host, config.port)
+    sock.listen(config.backlog)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+class Supervisor:
+    """``count`` server processes for ``config`` (whose app is an import string)."""
+
+    def __init__(self, config: uvicorn.Config, count: int) -> None:
+        self.config = config
+        self.count = count
+        self.processes: list[SpawnProcess] = []
+        self.startup_failed = False
+        self._stop = threading.Event()
+
+    def run(self) -> int:
+        """Until SIGINT/SIGTERM (0), or until a process could not start (3)."""
+        try:
+            reservation = port_socket(self.config.host, self.config.port)
+        except OSError as exc:
+            log.error("cannot bind %s:%d: %s", self.config.host, self.config.port, exc)
+            return STARTUP_FAILURE
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            log.info("serving on %s:%d with %d processes", self.config.host,
+                     self.config.port, self.count)
+            self.processes = [self._start() for _ in range(self.count)]
+            while not self._stop.wait(POLL_SECONDS):
+                self._replace_dead()
+        finally:
+            for process in self.processes:
+                if process.is_alive():
+                    process.terminate()  # SIGTERM: uvicorn's graceful shutdown
+            for process in self.processes:
+                process.join()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            reservation.close()
+        return STARTUP_FAILURE if self.startup_failed else 0
+
+    def _start(self) -> SpawnProcess:
+        process = _spawn.Process(target=_serve_one, args=(self.config,), daemon=False)
+        process.start()
+        return process
+
+    def _replace_dead(self) -> None:
+        for index, process in enumerate(self.processes):
+            if process.is_alive():
+                continue
+            if process.exitcode == STARTUP_FAILURE:
+                log.error("server process %s could not start; stopping", process.pid)
+                self.startup_failed = True
+                self._stop.set()
+                return
+            log.warning("server process %s exited (%s); starting another", process.pid,
+                        process.exitcode)
+            self.processes[index] = self._start()
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        log.info("%s: stopping %d processes", signal.Signals(signum).name, self.count)
+        self._stop.set()
