@@ -1,27 +1,32 @@
 """Runtime proxy vs nginx as a reverse proxy, in front of the same 1 KB upstream.
 
-    .venv/bin/python bench/proxy_bench.py [--duration 10] [--rounds 3] [--dry-run]
+    .venv/bin/python bench/proxy_bench.py [--duration 10] [--rounds 3] [--processes N]
+                                          [--dry-run]
     .venv/bin/python bench/proxy_bench.py --profile [--duration 10]
 
-Targets, all on 127.0.0.1 and all started by this script (and stopped by it, by pid):
+Everything on 127.0.0.1, started by this script (and stopped by it, by pid):
 
 - upstream: nginx (1 worker) answering every path with a fixed 1,024-byte text body;
-- nginx proxy: nginx (1 worker) with an ``upstream`` block (``keepalive 64``, HTTP/1.1,
-  ``Connection ""``) in front of the upstream;
-- router: ``router.app.create_app(settings)`` under ``router.cli.server_config`` in its own
-  process, exactly as ``svc-server`` runs it, with one seeded app (``bench``) whose runtime
-  origin is the upstream; requests carry ``Host: bench.apps.localhost:<port>``;
+- Redis, which the router uses as production does (app cache invalidation);
+- two pairs of targets, each an nginx proxy and the router with as many workers: 1 and 1,
+  then N and N (default: the cores, nginx's ``worker_processes auto``):
+  - nginx proxy: an ``upstream`` block (``keepalive 64``, HTTP/1.1, ``Connection ""``) in
+    front of the upstream;
+  - router: ``router.cli.serve`` (what ``svc-server serve`` runs) with ``SVCSRV_*``
+    variables, ``SVCSRV_PROCESSES`` = 1 or N, one seeded app (``bench``) whose runtime
+    origin is the upstream; requests carry ``Host: bench.apps.localhost:<port>``;
 - reference: a Starlette app answering the same 1 KB itself, under the same uvicorn config
-  (a ceiling for anything uvicorn serves; no upstream).
+  (a ceiling for anything one uvicorn process serves; no upstream).
 
 Each target is checked to answer 200 with exactly the 1 KB body, then loaded with
-``wrk -t1 -c64 -d<duration>s --latency`` after a 2 s warm-up, interleaved (nginx, router,
-reference) for ``--rounds`` rounds. The medians of rounds and every round's raw figures go
-to stdout and, unless --dry-run, to the "Runtime proxy vs nginx" section of
-docs/BENCHMARKS.md (replacing an earlier run of this section only).
+``wrk -t1 -c64 -d<duration>s --latency`` after a 2 s warm-up, interleaved for ``--rounds``
+rounds. The medians of rounds and every round's raw figures go to stdout and, unless
+--dry-run, to the "Runtime proxy vs nginx" section of docs/BENCHMARKS.md (replacing an
+earlier run of this section only). The exit code is 0 when the N-against-N pair meets the
+targets.
 
-``--profile`` instead runs the router under cProfile (enabled only while wrk runs) and
-prints where its CPU time goes; nothing is written to docs/.
+``--profile`` instead runs the one-process router under cProfile (enabled only while wrk
+runs) and prints where its CPU time goes; nothing is written to docs/.
 """
 
 from __future__ import annotations
@@ -54,7 +59,6 @@ from report import write_section  # bench/ is on sys.path when run as a script
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from router.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "BENCHMARKS.md"
@@ -69,6 +73,7 @@ WARMUP = 2
 TARGET_THROUGHPUT = 0.30  # router req/s >= 30% of nginx's
 TARGET_P99 = 3.0  # router p99 <= 3x nginx's
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
+REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
 WRK = shutil.which("wrk") or "wrk"
 
 
@@ -76,20 +81,25 @@ WRK = shutil.which("wrk") or "wrk"
 # ``--serve router|reference`` runs in the child process: it is the "production" side.
 
 
-def _settings(port: int, tmp: Path) -> Settings:
-    from router.settings import Settings
-
+def router_env(port: int, database: Path, redis_url: str, processes: int) -> dict[str, str]:
+    """The ``SVCSRV_*`` variables the router is started with: `svc-server serve` as
+    production runs it, with ``processes`` server processes."""
     base = f"localhost:{port}"
-    return Settings(
-        mode="dev", database_url=f"sqlite:///{tmp / 'router.db'}", bind_port=port,
-        apps_port=port, base_url=f"http://api.{base}", portal_url=f"http://portal.{base}",
-        console_url=f"http://console.{base}", docs_url=f"http://docs.{base}",
+    return {
+        "SVCSRV_MODE": "dev", "SVCSRV_DATABASE_URL": f"sqlite:///{database}",
+        "SVCSRV_BIND_PORT": str(port), "SVCSRV_APPS_PORT": str(port),
+        "SVCSRV_BASE_URL": f"http://api.{base}", "SVCSRV_PORTAL_URL": f"http://portal.{base}",
+        "SVCSRV_CONSOLE_URL": f"http://console.{base}", "SVCSRV_DOCS_URL": f"http://docs.{base}",
+        "SVCSRV_PROCESSES": str(processes), "SVCSRV_REDIS_URL": redis_url,
         # In production the payment workers run as `svc-ops chain run` and `svc-ops webhooks
         # run` processes (ARCHITECTURE.md, "Embedded defaults and scale-out"), not in the
-        # process serving runtimes; here their cycles (each every 1 s, in a thread) would be
-        # background work nginx does not have.
-        chain_workers=False, webhook_workers=False,
-    )
+        # processes serving runtimes; here their cycles (each every 1 s, in a thread) would be
+        # background work nginx does not have. Several processes need a JSON-RPC chain; no
+        # node is needed to proxy (nor started): without a relayer key nothing is signed.
+        "SVCSRV_CHAIN_WORKERS": "false", "SVCSRV_WEBHOOK_WORKERS": "false",
+        "SVCSRV_CHAIN_BACKEND": "json_rpc", "SVCSRV_CHAIN_RPC_URL": "http://127.0.0.1:9",
+        "SVCSRV_SPENDER_ADDRESS": "0x" + "11" * 20,
+    }
 
 
 def _seed(database_url: str, origin: str) -> None:
@@ -124,25 +134,28 @@ def _reference_app() -> Starlette:
     return Starlette(routes=[Route("/", answer)])
 
 
-def serve(kind: str, port: int, tmp: Path, upstream: str | None, profile: Path | None) -> None:
+def serve(kind: str, upstream: str | None, profile: Path | None) -> None:
+    """The router (`svc-server serve` with the ``SVCSRV_*`` variables this process was given)
+    or the reference (the same uvicorn config around a Starlette app)."""
     import uvicorn
 
+    from router.cli import serve as serve_router
     from router.cli import server_config
+    from router.settings import load_settings
 
-    settings = _settings(port, tmp)
-    app: object
+    settings = load_settings()
     if kind == "router":
-        from router.app import create_app
-
         assert upstream is not None
         _seed(settings.database_url, upstream)
-        app = create_app(settings)
+    if profile is not None:
+        _profile_on_signals(profile)
+    if kind == "router":
+        serve_router(settings)
     else:
-        app = _reference_app()
-    server = uvicorn.Server(server_config(app, settings, log_level="warning"))
-    if profile is None:
-        server.run()
-        return
+        uvicorn.Server(server_config(_reference_app(), settings, log_level="warning")).run()
+
+
+def _profile_on_signals(profile: Path) -> None:
     # SIGUSR1 starts the profiler, SIGUSR2 stops it and writes the stats: only the
     # measured window is profiled, not imports, migrations or the warm-up.
     # CPU time, not wall time: on a shared 2-core box a descheduled syscall would otherwise
@@ -155,7 +168,6 @@ def serve(kind: str, port: int, tmp: Path, upstream: str | None, profile: Path |
         profiler.dump_stats(profile)
 
     signal.signal(signal.SIGUSR2, dump)
-    server.run()
 
 
 # --------------------------------------------------------------------------- processes
@@ -247,7 +259,7 @@ def wait_ready(proc: Proc, port: int, host: str, timeout: float = 60) -> None:
 # --------------------------------------------------------------------------- nginx
 
 NGINX_COMMON = """\
-worker_processes 1;
+worker_processes {workers};
 {user}pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 4096; }}
@@ -292,7 +304,7 @@ PROXY_HTTP = """\
 """
 
 
-def nginx_conf(prefix: Path, http_body: str) -> str:
+def nginx_conf(prefix: Path, http_body: str, workers: int = 1) -> str:
     # As root the master hands workers to `nobody`, whose group name differs by distribution;
     # keep the workers on the invoking user instead (a no-op warning when not root).
     user = ""
@@ -302,7 +314,7 @@ def nginx_conf(prefix: Path, http_body: str) -> str:
 
         user = (f"user {pwd.getpwuid(os.getuid()).pw_name} "
                 f"{grp.getgrgid(os.getgid()).gr_name};\n")
-    return NGINX_COMMON.format(user=user, prefix=prefix, body=http_body)
+    return NGINX_COMMON.format(workers=workers, user=user, prefix=prefix, body=http_body)
 
 
 def start_nginx(procs: Processes, name: str, prefix: Path, conf_text: str) -> Proc:
@@ -442,48 +454,82 @@ def measure(target: Target, seconds: int) -> Sample:
 @dataclass
 class Setup:
     tmp: Path
-    upstream_port: int
-    nginx: Target
-    router: Target
-    reference: Target
+    processes: int  # of the whole-machine pair
+    targets: list[Target]  # in the order of a round
+
+    def __getitem__(self, key: str) -> Target:
+        return next(t for t in self.targets if t.key == key)
+
+
+def start_redis(procs: Processes, tmp: Path) -> str:
+    port = free_port()
+    redis = procs.start("redis", [REDIS, "--port", str(port), "--bind", "127.0.0.1",
+                                  "--save", "", "--appendonly", "no"], tmp / "redis.log")
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return f"redis://127.0.0.1:{port}/0"
+        except OSError:
+            if time.monotonic() > deadline or redis.popen.poll() is not None:
+                raise RuntimeError(f"redis-server did not start:\n{redis.tail()}") from None
+            time.sleep(0.02)
 
 
 @contextmanager
-def setup(profile: Path | None = None) -> Iterator[Setup]:
+def setup(processes: int, profile: Path | None = None) -> Iterator[Setup]:
+    """The upstream, Redis, and the targets: nginx (1 worker) and the router (1 process),
+    the reference, then nginx (``processes`` workers) and the router (``processes``)."""
     procs = Processes()
     tmp = Path(tempfile.mkdtemp(prefix="proxy-bench-"))
     tmp.chmod(0o755)
     try:
-        up_port, proxy_port, router_port, ref_port = (free_port() for _ in range(4))
-        host = f"{SLUG}.apps.localhost:{router_port}"
+        up_port = free_port()
+        host_of = {}  # target key -> Host header (the router's names its own port)
         upstream = start_nginx(procs, "upstream nginx", tmp / "upstream", nginx_conf(
             tmp / "upstream", UPSTREAM_HTTP.format(port=up_port, payload=BODY.decode())))
-        wait_ready(upstream, up_port, host)
-        proxy = start_nginx(procs, "nginx proxy", tmp / "proxy", nginx_conf(
-            tmp / "proxy", PROXY_HTTP.format(port=proxy_port, upstream_port=up_port)))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        wait_ready(upstream, up_port, "upstream")
+        redis_url = start_redis(procs, tmp)
         launcher = [sys.executable, str(Path(__file__).resolve()), "--serve"]
-        extra = ["--profile-out", str(profile)] if profile else []
-        router = procs.start("router", [*launcher, "router", "--port", str(router_port),
-                                        "--tmp", str(tmp), "--upstream",
-                                        f"http://127.0.0.1:{up_port}", *extra],
-                             tmp / "router.log", env=env, cwd=str(ROOT))
-        reference = procs.start("reference", [*launcher, "reference", "--port", str(ref_port),
-                                              "--tmp", str(tmp)],
-                                tmp / "reference.log", env=env, cwd=str(ROOT))
-        wait_ready(proxy, proxy_port, host)
-        wait_ready(router, router_port, host)
-        wait_ready(reference, ref_port, host)
-        yield Setup(
-            tmp=tmp, upstream_port=up_port,
-            nginx=Target("nginx", "nginx proxy", proxy, proxy_port, host,
-                         {"proxy": proxy, "upstream": upstream}),
-            router=Target("router", "router", router, router_port, host,
-                          {"proxy": router, "upstream": upstream}),
-            reference=Target("reference", "reference (Starlette, no upstream)", reference,
-                             ref_port, host, {"proxy": reference}),
-        )
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
+        base_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        started: list[tuple[str, str, Proc, int, dict[str, Proc]]] = []
+        for count in (1, processes):
+            suffix = "" if count == 1 else "-n"
+            n_port, r_port = free_port(), free_port()
+            host_of[f"nginx{suffix}"] = host_of[f"router{suffix}"] = \
+                f"{SLUG}.apps.localhost:{r_port}"
+            proxy = start_nginx(procs, f"nginx proxy x{count}", tmp / f"proxy{count}",
+                                nginx_conf(tmp / f"proxy{count}", PROXY_HTTP.format(
+                                    port=n_port, upstream_port=up_port), workers=count))
+            extra = ["--profile-out", str(profile)] if profile and count == 1 else []
+            router = procs.start(
+                f"router x{count}", [*launcher, "router", "--upstream",
+                                     f"http://127.0.0.1:{up_port}", *extra],
+                tmp / f"router{count}.log", cwd=str(ROOT),
+                env={**base_env, **router_env(r_port, tmp / f"router{count}.db", redis_url,
+                                              count)})
+            started.append((f"nginx{suffix}", f"nginx proxy, {count} worker"
+                            f"{'' if count == 1 else 's'}", proxy, n_port,
+                            {"proxy": proxy, "upstream": upstream}))
+            started.append((f"router{suffix}", f"router, {count} process"
+                            f"{'' if count == 1 else 'es'}", router, r_port,
+                            {"proxy": router, "upstream": upstream}))
+            if count == 1:
+                ref_port = free_port()
+                host_of["reference"] = host_of["router"]
+                reference = procs.start(
+                    "reference", [*launcher, "reference"], tmp / "reference.log",
+                    cwd=str(ROOT), env={**base_env, **router_env(
+                        ref_port, tmp / "reference.db", redis_url, 1)})
+                started.append(("reference", "reference (Starlette, no upstream)", reference,
+                                ref_port, {"proxy": reference}))
+        targets = []
+        for key, label, proc, port, watch in started:
+            wait_ready(proc, port, host_of[key])
+            targets.append(Target(key, label, proc, port, host_of[key], watch))
+        yield Setup(tmp=tmp, processes=processes, targets=targets)
     finally:
         procs.stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -580,15 +626,37 @@ def where_time_goes(router: list[Sample], ref: list[Sample]) -> str:
     )
 
 
+@dataclass
+class Verdict:
+    throughput: float
+    p99: float
+
+    @property
+    def met(self) -> bool:
+        return self.throughput >= TARGET_THROUGHPUT and self.p99 <= TARGET_P99
+
+    def sentence(self) -> str:
+        t_met = "met" if self.throughput >= TARGET_THROUGHPUT else "MISSED"
+        p_met = "met" if self.p99 <= TARGET_P99 else "MISSED"
+        return (f"throughput **{self.throughput:.0%}** of nginx's ({t_met}), p99 "
+                f"**{self.p99:.2f}x** nginx's ({p_met})")
+
+
+def verdict(results: dict[str, list[Sample]], router: str, nginx: str) -> Verdict:
+    return Verdict(round_ratio(results[router], results[nginx], "rps"),
+                   round_ratio(results[router], results[nginx], "p99_ms"))
+
+
 def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str],
            duration: int, rounds: int) -> tuple[str, bool]:
-    nginx, router, ref = results["nginx"], results["router"], results["reference"]
-    n_rps, r_rps = median(nginx, "rps"), median(router, "rps")
-    throughput_ratio = round_ratio(router, nginx, "rps")
-    p99_ratio = round_ratio(router, nginx, "p99_ms")
-    throughput_met = throughput_ratio >= TARGET_THROUGHPUT
-    p99_met = p99_ratio <= TARGET_P99
-    ok = throughput_met and p99_met
+    n = targets.processes
+    router, ref = results["router"], results["reference"]
+    n_rps, r_rps = median(results["nginx"], "rps"), median(router, "rps")
+    per_process = verdict(results, "router", "nginx")
+    machine_wide = verdict(results, "router-n", "nginx-n")
+    base_of = {"nginx": "nginx", "router": "nginx", "reference": "nginx",
+               "nginx-n": "nginx-n", "router-n": "nginx-n"}
+    order = " -> ".join(t.key for t in targets.targets)
     lines = [
         HEADING, "",
         f"Run {info['date']} on `{info['uname -m']}`, nproc {info['nproc']}, "
@@ -597,98 +665,110 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
         "(shared machine: compare the ratios, not the absolute figures).", "",
         f"Load: `wrk -t{THREADS} -c{CONNECTIONS} -d{duration}s --latency "
         f"-H 'Host: {SLUG}.apps.localhost:<router port>'` on loopback, after a {WARMUP} s "
-        f"warm-up per target; targets interleaved (nginx, router, reference) for {rounds} "
-        f"round{'' if rounds == 1 else 's'}; the table shows the median of rounds per "
-        "column, except the ratios to nginx: those are the median of each round's ratio "
-        "(a round runs the three targets back to back, so its ratios share the box's "
-        "conditions; on this shared box they swing less than the absolute figures). Every "
-        "target was checked to answer 200 with the exact 1,024-byte body before and after "
-        "its load.", "",
+        f"warm-up per target; targets interleaved ({order}) for {rounds} "
+        f"round{'' if rounds == 1 else 's'}. Two pairs, each router against nginx with as "
+        f"many workers: one process against one worker (what a Python process does on its "
+        f"own), and {n} against {n}: nginx as a reverse proxy is deployed with "
+        f"`worker_processes auto`, one per core ({info['nproc']} here), and the router with "
+        f"`SVCSRV_PROCESSES` = the cores, so that pair is the two deployed on this machine. "
+        "The table shows the median of rounds per column, except the ratios: those are the "
+        "median of each round's ratio to the nginx of its pair (a round runs the targets back "
+        "to back, so its ratios share the box's conditions; on this shared box they swing "
+        "less than the absolute figures). Every target was checked to answer 200 with the "
+        "exact 1,024-byte body before and after its load.", "",
         "| Target | Req/s | p50 | p99 | Req/s vs nginx | p99 vs nginx | CPU/req (server) "
         "| of which kernel |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for key, label in (("nginx", "nginx reverse proxy (keepalive 64)"),
-                       ("router", "router (`create_app`, as `svc-server` serves it)"),
-                       ("reference", "reference: Starlette answers 1 KB itself")):
-        rows = results[key]
+    labels = {"nginx": "nginx reverse proxy (keepalive 64), 1 worker",
+              "router": "router (`svc-server serve`), 1 process",
+              "reference": "reference: Starlette answers 1 KB itself, 1 process",
+              "nginx-n": f"nginx reverse proxy (keepalive 64), {n} workers",
+              "router-n": f"router (`svc-server serve`), `SVCSRV_PROCESSES={n}`"}
+    for target in targets.targets:
+        rows, base = results[target.key], results[base_of[target.key]]
         rps, p50, p99 = median(rows, "rps"), median(rows, "p50_ms"), median(rows, "p99_ms")
-        lines.append(f"| {label} | {rps:,.0f} | {p50:.2f} ms | {p99:.2f} ms | "
-                     f"{round_ratio(rows, nginx, 'rps'):.2f} | "
-                     f"{round_ratio(rows, nginx, 'p99_ms'):.2f} | {cpu_per_request(rows):.0f} us | "
-                     f"{cpu_per_request(rows, kernel=True):.0f} us |")
+        lines.append(f"| {labels[target.key]} | {rps:,.0f} | {p50:.2f} ms | {p99:.2f} ms | "
+                     f"{round_ratio(rows, base, 'rps'):.2f} | "
+                     f"{round_ratio(rows, base, 'p99_ms'):.2f} | {cpu_per_request(rows):.0f} us "
+                     f"| {cpu_per_request(rows, kernel=True):.0f} us |")
     lines += [
         "",
-        f"Targets: router >= {TARGET_THROUGHPUT:.0%} of nginx throughput "
-        f"(**{throughput_ratio:.0%}**, {'met' if throughput_met else 'MISSED'}) "
-        f"and router p99 <= {TARGET_P99:g}x nginx's (**{p99_ratio:.2f}x**, "
-        f"{'met' if p99_met else 'MISSED'}). "
-        f"The router makes {round_ratio(router, ref, 'rps'):.2f}x the reference's rate. "
-        "CPU/req is the "
-        "CPU time of the server process(es) under test divided by the requests it answered "
-        "(upstream excluded): it is what bounds throughput once wrk and the upstream take "
-        "their share of the two cores.", "",
+        f"Targets: router >= {TARGET_THROUGHPUT:.0%} of nginx's throughput and router p99 <= "
+        f"{TARGET_P99:g}x nginx's.", "",
+        f"- As deployed on this machine ({n} router processes against {n} nginx workers): "
+        f"{machine_wide.sentence()}.",
+        f"- One router process against one nginx worker: {per_process.sentence()}. The "
+        f"process makes {round_ratio(router, ref, 'rps'):.2f}x the reference's rate.", "",
+        "CPU/req is the CPU time of the server process(es) under test divided by the "
+        "requests answered (upstream excluded): it is what bounds throughput once wrk and "
+        "the upstream take their share of the cores.", "",
         where_time_goes(router, ref), "",
-        *([] if throughput_met else [out_of_reach(n_rps, router, ref), ""]),
-        *([] if p99_met else [
+        *([] if per_process.throughput >= TARGET_THROUGHPUT else [
+            out_of_reach(n_rps, router, ref), ""]),
+        *([] if per_process.p99 <= TARGET_P99 else [
             f"With {CONNECTIONS} connections always busy, the mean latency is {CONNECTIONS} / "
-            f"req/s ({1e3 * CONNECTIONS / r_rps:.2f} ms for the router), so its p99 moves with "
-            "its throughput; garbage collection no longer adds pauses (the heap is frozen "
-            "after startup, `router/heap.py`).", ""]),
-        "Raw rounds (CPU = % of one core over the measured window, from /proc; the machine "
-        f"has {info['nproc']} cores shared by wrk, the proxy under test and the upstream):", "",
+            f"req/s ({1e3 * CONNECTIONS / r_rps:.2f} ms for one router process), so its p99 "
+            "moves with its throughput; garbage collection no longer adds pauses (the heap "
+            "is frozen after startup, `router/heap.py`).", ""]),
+        "Raw rounds (CPU = % of one core over the measured window, from /proc, summed over a "
+        f"target's processes; the machine has {info['nproc']} cores shared by wrk, the proxy "
+        "under test and the upstream):", "",
         "| Round | Target | Req/s | p50 | p99 | Requests | Bytes/req read | CPU proxy | "
         "CPU upstream | wrk errors |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for i in range(rounds):
-        for key in ("nginx", "router", "reference"):
-            s = results[key][i]
+        for target in targets.targets:
+            s = results[target.key][i]
             upstream = f"{s.cpu['upstream']:.0f}%" if "upstream" in s.cpu else "-"
-            lines.append(f"| {i + 1} | {key} | {s.rps:,.0f} | {s.p50_ms:.2f} ms | "
+            lines.append(f"| {i + 1} | {target.key} | {s.rps:,.0f} | {s.p50_ms:.2f} ms | "
                          f"{s.p99_ms:.2f} ms | {s.requests:,} | {s.bytes_per_request:,.0f} | "
                          f"{s.cpu['proxy']:.0f}% | {upstream} | {s.errors or 'none'} |")
     upstream_conf = UPSTREAM_HTTP.format(port="<upstream port>", payload="<1,024 bytes>")
     proxy_conf = PROXY_HTTP.format(port="<nginx port>", upstream_port="<upstream port>")
-    common = NGINX_COMMON.format(user="", prefix="<temp prefix>", body="    ...\n")
+    common = NGINX_COMMON.format(workers="<1 or N>", user="", prefix="<temp prefix>",
+                                 body="    ...\n")
+    env = {**router_env(0, Path("<SQLite file>"), "redis://127.0.0.1:<port>/0", 0),
+           "SVCSRV_BIND_PORT": "<port>", "SVCSRV_APPS_PORT": "<port>",
+           "SVCSRV_PROCESSES": "<1 or N>"}
+    shown = [k for k in env if k[7:] not in ("BASE_URL", "PORTAL_URL", "CONSOLE_URL", "DOCS_URL")]
+    env_text = " ".join(f"{k}={env[k]}" for k in shown)
     lines += [
         "", "Configuration:", "",
-        "- upstream and nginx proxy: separate nginx processes (`nginx -p <prefix> -c <conf> "
-        "-g 'daemon off;'`), each with", "",
+        "- upstream (1 worker) and the two nginx proxies: separate nginx processes "
+        "(`nginx -p <prefix> -c <conf> -g 'daemon off;'`), each with", "",
         "```nginx", common.rstrip(), "```", "",
         "  upstream `http` body:", "", "```nginx", upstream_conf.rstrip(), "```", "",
         "  nginx proxy `http` body:", "", "```nginx", proxy_conf.rstrip(), "```", "",
-        "- router: its own process, `Settings(mode=\"dev\", database_url=<SQLite file>, "
-        "bind_port=apps_port=<port>, base/portal/console/docs_url=http://<name>.localhost:<port>)`"
-        ", migrations run and one app seeded (slug `bench`, runtime origin = the upstream, "
-        "runtime active, domain approved), then "
-        "`uvicorn.Server(server_config(create_app(settings), settings, "
-        "log_level=\"warning\")).run()`: one worker, uvloop, the proxy's fast path on (the "
-        "default, `SVCSRV_PROXY_FAST_PATH`: each connection starts with our own HTTP/1.1 "
-        "protocol, `router/fast_protocol.py`, which serves a bodyless request for a cached, "
-        "open runtime itself, `router/fast_path.py`, `router/fast_exchange.py`, runs other "
-        "bodyless requests through the ASGI app in a uvicorn request cycle, and hands a "
-        "connection to uvicorn's httptools protocol at its first request with a body or an "
-        "upgrade; a cache entry in use is refreshed ahead of its 1 s expiry), no access "
-        "log, no server/date headers (the origin's are relayed), the payment workers off as "
-        "in production, where `svc-ops chain run` and `svc-ops webhooks run` carry them "
-        "(`SVCSRV_CHAIN_WORKERS=false`, `SVCSRV_WEBHOOK_WORKERS=false`), the heap frozen "
-        "after startup "
-        "(`router/heap.py`), default settings otherwise (no Redis: app cache TTL 1 s; the "
-        "proxy's own HTTP/1.1 client, `router/upstream_client.py`, keeping up to 512 idle "
-        "keep-alive connections).",
+        "- router: `router.cli.serve(load_settings())`, what `svc-server serve` runs, after "
+        "migrations and one seeded app (slug `bench`, runtime origin = the upstream, runtime "
+        f"active, domain approved), with `{env_text}` and base/portal/console/docs URLs "
+        "`http://<name>.localhost:<port>`. That is: uvloop, the proxy's fast path on (each "
+        "connection starts with our own HTTP/1.1 protocol, `router/fast_protocol.py`, which "
+        "serves a bodyless request for a cached, open runtime itself, `router/fast_path.py`, "
+        "`router/fast_exchange.py`, runs other bodyless requests through the ASGI app in a "
+        "uvicorn request cycle, and hands a connection to uvicorn's httptools protocol at "
+        "its first request with a body or an upgrade), the app cache invalidated through "
+        "Redis, no access log, no server/date headers (the origin's are relayed), the payment "
+        "workers off as in production, where `svc-ops chain run` and `svc-ops webhooks run` "
+        "carry them, a JSON-RPC chain (no node: proxying never touches the chain, and "
+        "without a relayer key nothing is signed), the heap frozen after startup "
+        "(`router/heap.py`), the proxy's own HTTP/1.1 client (`router/upstream_client.py`, "
+        "up to 512 idle keep-alive connections). With N processes each listens in the "
+        "port's `SO_REUSEPORT` group (`router/processes.py`).",
         "- reference: a Starlette app with one route returning `PlainTextResponse(<1 KB>)`, "
-        "same `server_config`.",
+        "same `server_config`, one process.",
     ]
-    return "\n".join(lines) + "\n", ok
+    return "\n".join(lines) + "\n", machine_wide.met
 
 
-def benchmark(duration: int, rounds: int, dry_run: bool) -> int:
+def benchmark(duration: int, rounds: int, processes: int, dry_run: bool) -> int:
     info = machine()
-    results: dict[str, list[Sample]] = {"nginx": [], "router": [], "reference": []}
-    with setup() as targets:
+    with setup(processes) as targets:
+        results: dict[str, list[Sample]] = {t.key: [] for t in targets.targets}
         for i in range(rounds):
-            for target in (targets.nginx, targets.router, targets.reference):
+            for target in targets.targets:
                 sample = measure(target, duration)
                 results[target.key].append(sample)
                 print(f"round {i + 1} {target.key:9s} {sample.rps:10,.0f} req/s  "
@@ -730,8 +810,8 @@ def profile(duration: int) -> int:
     out = Path(tempfile.mkdtemp(prefix="proxy-bench-profile-"))
     try:
         stats_file = out / "router.prof"
-        with setup(profile=stats_file) as targets:
-            target = targets.router
+        with setup(1, profile=stats_file) as targets:
+            target = targets["router"]
             run_wrk(target.port, target.host, WARMUP, latency=False)
             pid = target.proc.popen.pid
             before = _cpu_ticks(pid)
@@ -776,20 +856,22 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true",
                         help="profile the router under load instead (prints only)")
     parser.add_argument("--serve", choices=("router", "reference"), help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--tmp", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1,
+                        help="router processes and nginx workers of the second pair "
+                             "(default: the cores)")
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve:
-        serve(options.serve, options.port, options.tmp, options.upstream, options.profile_out)
+        serve(options.serve, options.upstream, options.profile_out)
         return 0
-    if not 1 <= options.duration <= 120 or not 1 <= options.rounds <= 10:
-        parser.error("--duration must be 1..120 and --rounds 1..10")
+    if not (1 <= options.duration <= 120 and 1 <= options.rounds <= 10
+            and 1 <= options.processes <= 64):
+        parser.error("--duration must be 1..120, --rounds 1..10 and --processes 1..64")
     signal.signal(signal.SIGTERM, _on_sigterm)
     if options.profile:
         return profile(options.duration)
-    return benchmark(options.duration, options.rounds, options.dry_run)
+    return benchmark(options.duration, options.rounds, options.processes, options.dry_run)
 
 
 if __name__ == "__main__":

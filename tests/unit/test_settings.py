@@ -92,7 +92,7 @@ def test_several_processes_need_what_they_must_share() -> None:
             load_settings({**env, "SVCSRV_PROCESSES": "2"})
         assert needed in str(refused.value)
         assert load_settings(env).processes == 1  # one process needs none of it
-    with pytest.raises(SettingsError, match="REDIS_URL.*CHAIN_BACKEND.*CHAIN_WORKERS"):
+    with pytest.raises(SettingsError, match=r"REDIS_URL.*CHAIN_BACKEND.*CHAIN_WORKERS"):
         load_settings({"SVCSRV_PROCESSES": "2"})  # every missing piece, in one message
 
 
