@@ -28,6 +28,7 @@ from payments.ledger.handoffs import decode_handoff
 from payments.ledger.return_urls import ReturnTarget, check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
 from payments.models import App, AppStatus
+from payments.slugs import is_valid_slug
 from portal.config import PortalConfig
 from portal.csrf import page_token
 from portal.layout import Shell
@@ -87,14 +88,33 @@ class AuthorizePage:
             checked = await self._check(q.get("app"), q.get("return"), embed, force,
                                         q.get("handoff"), q.get("walletHint"))
         except Refused as refused:
+            ancestors = (self._refusal_ancestors(q.get("app"), q.get("return")) if embed
+                         else "'none'")
             return self.shell.message(refused.title, refused.text, refused.status,
-                                      detail=refused.detail, embed=embed)
+                                      detail=refused.detail, embed=embed,
+                                      frame_ancestors=ancestors)
         frame_ancestors = (checked.target.audience
                            if embed and checked.target.kind in ("runtime", "local_dev")
                            else "'none'")
         return self.shell.page(f"Authorize {checked.app.name}", self._body(checked),
                                data=self._data(checked), embed=embed,
                                scripts=self._scripts(), frame_ancestors=frame_ancestors)
+
+    def _refusal_ancestors(self, slug: str | None, return_url: str | None) -> str:
+        """Who may frame a refusal in the embed: the origin that could have framed the page
+        had it been accepted (the slug's runtime, a local-dev origin), so the app's modal
+        shows the reason instead of a blocked frame. Decided from the link alone, whatever
+        was refused (the app may not exist); the message has no script, form or link, so
+        framing it lets nobody act. Anything else: 'none'."""
+        if not slug or not return_url or not is_valid_slug(slug):
+            return "'none'"  # a valid slug only: the runtime origin is built from it
+        try:
+            target = check_return_url(return_url, slug=slug, portal_url=self.c.portal_url,
+                                      runtime_url=self.c.ledger.runtime_url(slug),
+                                      runtime_active=True)
+        except ApiError:
+            return "'none'"
+        return target.audience if target.kind in ("runtime", "local_dev") else "'none'"
 
     def _scripts(self) -> tuple[str, ...]:
         dev = ("dev-wallet.js",) if self.c.dev else ()

@@ -69,10 +69,10 @@ class Shell:
         return HTMLResponse(html, status_code=status, headers=headers)
 
     def message(self, title: str, text: str, status: int, *, detail: str = "",
-                embed: bool = False) -> HTMLResponse:
-        """A page that explains a refusal in words; no script, nothing to frame."""
+                embed: bool = False, frame_ancestors: str = "'none'") -> HTMLResponse:
+        """A page that explains a refusal in words: no script, no form, no link."""
         return self.page(title, f"<h1>{escape(title)}</h1><p>{escape(text)}</p>{detail}",
-                         status=status, embed=embed)
+                         status=status, embed=embed, frame_ancestors=frame_ancestors)
 
 
 def _json_block(value: object) -> str:

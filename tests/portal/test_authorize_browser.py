@@ -144,6 +144,52 @@ def test_csp_nonces_and_who_may_frame_the_signing_page(
     assert [t for t in chrome.log.csp_violations() if "frame-ancestors" not in t] == []
 
 
+@SQLITE_ONLY
+def test_a_refusal_in_the_embed_is_shown_in_the_modal_frame(
+        start_router: RouterFactory, sessions: sessionmaker[Session],
+        chrome: BrowserSession) -> None:
+    """The runtime's modal frames the embed; a refusal there (the app switched off) must
+    show its words to the player, not a frame the browser blocked."""
+    with portal_world(start_router, sessions, demo=True) as portal, \
+            portal_client(portal) as client:
+        runtime_return = f"{portal.runtime}/svc-auth-return?app=game"
+        # the player's page was loaded before the operator switched the app off
+        page = chrome.new_page()
+        page.goto(f"{portal.runtime}/")
+        update_app(sessions, "game", kill_switch=True)
+        target = authorize_url(portal, runtime_return, mode="popup", embed="1")
+        refused = client.get(target.removeprefix(portal.url))
+        assert refused.status_code == 403
+        assert csp_of(refused)["frame-ancestors"] == [portal.runtime]
+        assert "x-frame-options" not in refused.headers
+        assert "<script" not in refused.text and "<form" not in refused.text
+        assert "<a " not in refused.text.split("<main", 1)[1]  # nothing to click inside
+        # the same refusal outside the embed, or one whose link names no runtime we could
+        # derive, stays unframable
+        whole = client.get(authorize_url(portal, runtime_return).removeprefix(portal.url))
+        assert csp_of(whole)["frame-ancestors"] == ["'none'"]
+        assert whole.headers["x-frame-options"] == "DENY"
+        for query in ({"app": "Bad;Slug"}, {"return": "https://evil.example/game"},
+                      {"return": f"{portal.url}/game"}):
+            odd = client.get(authorize_url(portal, runtime_return, mode="popup", embed="1",
+                                           **query).removeprefix(portal.url))
+            assert odd.status_code in (400, 403, 404), query
+            assert csp_of(odd)["frame-ancestors"] == ["'none'"], query
+        # a local-dev return: the refusal may be framed by that local origin
+        local = client.get(authorize_url(portal, "http://127.0.0.1:5173/game/cb", mode="popup",
+                                         embed="1").removeprefix(portal.url))
+        assert local.status_code == 403
+        assert csp_of(local)["frame-ancestors"] == ["http://127.0.0.1:5173"]
+
+        frame_it(page, target)
+        wait_for(page, lambda: any(f.url == target and f.locator("h1").count() == 1
+                                   for f in page.frames))
+        framed = next(f for f in page.frames if f.url == target)
+        assert framed.locator("h1").inner_text() == "Game is not taking payments"
+    assert chrome.log.errors == [] or all("403" in e for e in chrome.log.errors)
+    assert not any("frame-ancestors" in t for t in chrome.log.texts())
+
+
 def frame_it(page: Page, url: str) -> None:
     page.evaluate("""(url) => { const f = document.createElement("iframe");
                                 f.src = url; document.body.appendChild(f); }""", url)
