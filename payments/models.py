@@ -152,15 +152,41 @@ class App(Base):
                               self.runtime_origin)
 
 
+class RuntimeBlocker(StrEnum):
+    """One reason the runtime host does not serve an app's runtime (router/gating.py words
+    each for the setup page)."""
+
+    RUNTIME_NOT_ACTIVE = "runtime_not_active"
+    NO_ORIGIN = "no_origin"
+    DOMAIN_NOT_APPROVED = "domain_not_approved"
+
+
+def runtime_blockers(runtime_status: str, domain_status: str,
+                     origin: str | None) -> tuple[RuntimeBlocker, ...]:
+    """Everything that stops ``<slug>.{apps_domain}`` from serving this runtime; none when
+    it serves: a verified runtime, a saved origin and an operator-approved domain.
+
+    The one statement of the rule: the router's gate (which also checks the kill switch and
+    the app's status, and words each reason) and :func:`serves_runtime` both read it.
+    """
+    found = []
+    if runtime_status != RuntimeStatus.ACTIVE:
+        found.append(RuntimeBlocker.RUNTIME_NOT_ACTIVE)
+    if not origin:
+        found.append(RuntimeBlocker.NO_ORIGIN)
+    if domain_status != DomainRequestStatus.APPROVED:
+        found.append(RuntimeBlocker.DOMAIN_NOT_APPROVED)
+    return tuple(found)
+
+
 def serves_runtime(runtime_status: str, domain_status: str, origin: str | None) -> bool:
-    """A verified runtime, an operator-approved domain and a saved origin: the runtime host
-    proxies only then, so only then may a return URL or a webhook URL point at it.
+    """Whether the runtime host proxies this runtime, so whether a return URL or a webhook
+    URL may point at it.
 
     Kill switch and app status are refused separately (with their own errors) by every
     caller that moves money, so they are not folded in here.
     """
-    return (runtime_status == RuntimeStatus.ACTIVE
-            and domain_status == DomainRequestStatus.APPROVED and bool(origin))
+    return not runtime_blockers(runtime_status, domain_status, origin)
 
 
 class Product(Base):

@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from payments.models import App, AppStatus, DomainRequestStatus, RuntimeStatus
+from payments.models import (
+    App,
+    AppStatus,
+    DomainRequestStatus,
+    RuntimeBlocker,
+    RuntimeStatus,
+    runtime_blockers,
+)
 
 
 @dataclass(frozen=True)
@@ -73,15 +80,19 @@ def _decide(route: RuntimeRoute) -> Gate:
         reasons.append("The app has been paused by the service operators.")
     if route.app_status != AppStatus.ACTIVE:
         reasons.append(f"The app is {route.app_status}, not active.")
-    if route.runtime_status != RuntimeStatus.ACTIVE:
-        reasons.append(_RUNTIME_REASONS.get(route.runtime_status, route.runtime_status))
-    if not route.origin:
-        reasons.append("No runtime origin has been saved for this app.")
-    if route.domain_status != DomainRequestStatus.APPROVED:
-        reasons.append(_DOMAIN_REASONS.get(route.domain_status, route.domain_status))
+    for blocker in runtime_blockers(route.runtime_status, route.domain_status, route.origin):
+        reasons.append(_words(blocker, route))
     if reasons:
         return Gate(False, 503, tuple(reasons))
     return Gate(True, 200)
+
+
+def _words(blocker: RuntimeBlocker, route: RuntimeRoute) -> str:
+    if blocker is RuntimeBlocker.RUNTIME_NOT_ACTIVE:
+        return _RUNTIME_REASONS.get(route.runtime_status, route.runtime_status)
+    if blocker is RuntimeBlocker.DOMAIN_NOT_APPROVED:
+        return _DOMAIN_REASONS.get(route.domain_status, route.domain_status)
+    return "No runtime origin has been saved for this app."
 
 
 _RUNTIME_REASONS: dict[str, str] = {
