@@ -12,13 +12,16 @@ not listen receives no connections).
 The parent starts the processes (``spawn``: nothing of the parent's state is inherited),
 replaces one that dies, stops everything when a process could not start (the next would
 fail the same way), and passes SIGINT/SIGTERM on as SIGTERM, which lets each process finish
-the requests it is answering (uvicorn's graceful shutdown).
+the requests it is answering (uvicorn's graceful shutdown). A parent that dies without a
+word (SIGKILL, OOM) takes its processes with it: the kernel sends each SIGTERM.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
+import os
 import signal
 import socket
 import threading
@@ -33,6 +36,7 @@ log = logging.getLogger(__name__)
 _spawn = multiprocessing.get_context("spawn")
 # How often the parent looks at its processes; a dead one is replaced within this.
 POLL_SECONDS = 0.5
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def port_socket(host: str, port: int) -> socket.socket:
@@ -49,8 +53,23 @@ def port_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _serve_one(config: uvicorn.Config) -> None:
+def _die_with(parent: int) -> None:
+    """Have the kernel send this process SIGTERM when ``parent`` dies, however it dies.
+
+    Without it a supervisor killed with SIGKILL would leave its processes serving, and with
+    ``SO_REUSEPORT`` the next deployment's processes would join them on the port: old code
+    answering beside new, unseen. (Linux's ``PR_SET_PDEATHSIG``.)
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        log.warning("prctl(PR_SET_PDEATHSIG) failed: errno %d", ctypes.get_errno())
+    if os.getppid() != parent:  # it died before the request above took effect
+        raise SystemExit(0)
+
+
+def _serve_one(config: uvicorn.Config, parent: int) -> None:
     """A server process: its own listening socket, then uvicorn until SIGTERM."""
+    _die_with(parent)
     config.configure_logging()
     sock = port_socket(config.host, config.port)
     sock.listen(config.backlog)
@@ -94,7 +113,8 @@ class Supervisor:
         return STARTUP_FAILURE if self.startup_failed else 0
 
     def _start(self) -> SpawnProcess:
-        process = _spawn.Process(target=_serve_one, args=(self.config,), daemon=False)
+        process = _spawn.Process(target=_serve_one, args=(self.config, os.getpid()),
+                                 daemon=False)
         process.start()
         return process
 

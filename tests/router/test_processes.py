@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -118,6 +119,8 @@ def serving(env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
         # The workers share our session; a parent killed above must not leave them behind.
         for pid in workers_of(proc.pid):
             os.kill(pid, signal.SIGKILL)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 @pytest.fixture
@@ -192,6 +195,38 @@ def test_processes_serve_share_changes_and_are_replaced(
     assert proc.returncode == 0, output
     assert all(exited(pid) for pid in workers)
     assert "Traceback" not in output
+
+
+def test_processes_stop_when_the_supervisor_is_killed(
+    redis_url: str, sqlite_template: Path, origin: AiohttpServer, tmp_path: Path,
+) -> None:
+    """A supervisor killed with SIGKILL must not leave processes behind on the port (the
+    next deployment would join them in the SO_REUSEPORT group)."""
+    database = tmp_path / "svc.db"
+    shutil.copy(sqlite_template, database)
+    port = free_port()
+    env = server_env(port, SVCSRV_DATABASE_URL=f"sqlite:///{database}",
+                     SVCSRV_REDIS_URL=redis_url, SVCSRV_PROCESSES="2")
+    with serving(env, tmp_path) as proc:
+        until(lambda: proc.poll() is not None or len(workers_of(proc.pid)) == 2, 30,
+              "two worker processes")
+        workers = workers_of(proc.pid)
+        until(lambda: listening(port), 60, "listening")
+        proc.kill()
+        proc.wait(timeout=10)
+        # Orphans are re-parented, so look them up by pid: each must end by itself.
+        until(lambda: not any(Path(f"/proc/{pid}").exists()
+                              and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                              for pid in workers), 30, "the orphaned processes exit")
+    assert not listening(port)
+
+
+def listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def test_workers_that_cannot_start_stop_the_server(
