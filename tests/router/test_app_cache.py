@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 
 import httpx
 import pytest
-from aiohttp import web
 from sqlalchemy.orm import Session, sessionmaker
 
 from router.app_directory import AppDirectory
@@ -17,16 +16,13 @@ from router.gating import RuntimeRoute
 from router.invalidation import publish_app_changed_sync
 from tests.factories import add_app, update_app
 from tests.router.conftest import RouterFactory, RunningRouter
-from tests.support.servers import AiohttpServer
+from tests.support.servers import AiohttpServer, answering
+from tests.support.waits import wait_for
 
 
 @pytest.fixture
 def origin() -> Iterator[AiohttpServer]:
-    async def ok(request: web.Request) -> web.Response:
-        return web.Response(text="ok")
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", ok)
-    with AiohttpServer(app) as server:
+    with answering("ok") as server:
         yield server
 
 
@@ -36,16 +32,6 @@ def status_of(router: RunningRouter, slug: str) -> int:
 
 def _status_is(router: RunningRouter, slug: str, status: int) -> bool:
     return status_of(router, slug) == status
-
-
-def wait_for(predicate: Callable[[], bool], limit: float) -> float:
-    """Seconds until ``predicate`` held; fails the test after ``limit`` seconds."""
-    started = time.monotonic()
-    while not predicate():
-        if time.monotonic() - started > limit:
-            pytest.fail(f"not within {limit} s")
-        time.sleep(0.02)
-    return time.monotonic() - started
 
 
 def test_steady_state_makes_no_database_round_trip(

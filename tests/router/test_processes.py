@@ -10,19 +10,18 @@ import signal
 import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 from sqlalchemy.orm import Session, sessionmaker
 
 from router.invalidation import publish_app_changed_sync
 from tests.factories import add_app, update_app
-from tests.support.servers import AiohttpServer
+from tests.support.servers import AiohttpServer, answering
 from tests.support.services import free_port
+from tests.support.waits import wait_for
 
 SVC_SERVER = str(Path(sys.executable).with_name("svc-server"))
 # A JSON-RPC chain no process can reach (no relayer key: nothing is signed); the proxy never
@@ -94,15 +93,6 @@ def connections_held(pids: set[int], port: int) -> dict[int, int]:
     return held
 
 
-def until(predicate: Callable[[], bool], limit: float, what: str) -> float:
-    started = time.monotonic()
-    while not predicate():
-        if time.monotonic() - started > limit:
-            pytest.fail(f"{what}: not within {limit} s")
-        time.sleep(0.05)
-    return time.monotonic() - started
-
-
 @contextmanager
 def serving(env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen([SVC_SERVER, "serve"], env=env, cwd=cwd, text=True,
@@ -125,11 +115,7 @@ def serving(env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
 
 @pytest.fixture
 def origin() -> Iterator[AiohttpServer]:
-    async def ok(request: web.Request) -> web.Response:
-        return web.Response(text="from origin")
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", ok)
-    with AiohttpServer(app) as server:
+    with answering("from origin") as server:
         yield server
 
 
@@ -143,7 +129,7 @@ def test_processes_serve_share_changes_and_are_replaced(
     env = server_env(port, SVCSRV_DATABASE_URL=db_url, SVCSRV_REDIS_URL=redis_url,
                      SVCSRV_PROCESSES="2")
     with serving(env, tmp_path) as proc:
-        until(lambda: proc.poll() is not None or len(workers_of(proc.pid)) == 2, 30,
+        wait_for(lambda: proc.poll() is not None or len(workers_of(proc.pid)) == 2, 30,
               "two worker processes")
         assert proc.poll() is None, proc.communicate()[0]
 
@@ -153,7 +139,7 @@ def test_processes_serve_share_changes_and_are_replaced(
             except OSError:
                 return False
 
-        until(served, 60, "the runtime is proxied")
+        wait_for(served, 60, "the runtime is proxied")
         # The kernel spreads connections over the processes (each listens in the port's
         # SO_REUSEPORT group); a burst all on one of them is what sharing one socket gave.
         clients = [http.client.HTTPConnection("127.0.0.1", port, timeout=5) for _ in range(32)]
@@ -172,11 +158,11 @@ def test_processes_serve_share_changes_and_are_replaced(
             assert get(port, host) == (200, b"from origin")
         update_app(sessions, "game", kill_switch=True)
         publish_app_changed_sync(redis_url, "game")
-        until(lambda: all(get(port, host)[0] == 503 for _ in range(20)), 1.5,
+        wait_for(lambda: all(get(port, host)[0] == 503 for _ in range(20)), 1.5,
               "the kill switch on every connection")
         update_app(sessions, "game", kill_switch=False)
         publish_app_changed_sync(redis_url, "game")
-        until(lambda: all(get(port, host)[0] == 200 for _ in range(20)), 1.5,
+        wait_for(lambda: all(get(port, host)[0] == 200 for _ in range(20)), 1.5,
               "the app back on every connection")
 
         # A worker that dies is replaced; the other keeps answering meanwhile. (Connections
@@ -184,10 +170,10 @@ def test_processes_serve_share_changes_and_are_replaced(
         # ones; the kernel only stops sending it new ones once its socket is closed.)
         victim = min(workers_of(proc.pid))
         os.kill(victim, signal.SIGKILL)
-        until(lambda: exited(victim), 10, "the killed worker is gone")
+        wait_for(lambda: exited(victim), 10, "the killed worker is gone")
         assert get(port, host) == (200, b"from origin")
-        until(lambda: len(workers_of(proc.pid) - {victim}) == 2, 30, "a replacement worker")
-        until(served, 30, "served after the replacement")
+        wait_for(lambda: len(workers_of(proc.pid) - {victim}) == 2, 30, "a replacement worker")
+        wait_for(served, 30, "served after the replacement")
 
         workers = workers_of(proc.pid)
         proc.send_signal(signal.SIGTERM)
@@ -208,14 +194,14 @@ def test_processes_stop_when_the_supervisor_is_killed(
     env = server_env(port, SVCSRV_DATABASE_URL=f"sqlite:///{database}",
                      SVCSRV_REDIS_URL=redis_url, SVCSRV_PROCESSES="2")
     with serving(env, tmp_path) as proc:
-        until(lambda: proc.poll() is not None or len(workers_of(proc.pid)) == 2, 30,
+        wait_for(lambda: proc.poll() is not None or len(workers_of(proc.pid)) == 2, 30,
               "two worker processes")
         workers = workers_of(proc.pid)
-        until(lambda: listening(port), 60, "listening")
+        wait_for(lambda: listening(port), 60, "listening")
         proc.kill()
         proc.wait(timeout=10)
         # Orphans are re-parented, so look them up by pid: each must end by itself.
-        until(lambda: not any(Path(f"/proc/{pid}").exists()
+        wait_for(lambda: not any(Path(f"/proc/{pid}").exists()
                               and b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
                               for pid in workers), 30, "the orphaned processes exit")
     assert not listening(port)

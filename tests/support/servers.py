@@ -70,3 +70,12 @@ class AiohttpServer:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
         self.loop.close()
+
+
+def answering(text: str) -> AiohttpServer:
+    """An origin answering every GET, whatever its path, with 200 and ``text``."""
+    async def answer(request: web.Request) -> web.Response:
+        return web.Response(text=text)
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", answer)
+    return AiohttpServer(app)
