@@ -10,9 +10,10 @@ a port in use before any process starts, and no other user can take the port mea
 not listen receives no connections).
 
 The parent starts the processes (``spawn``: nothing of the parent's state is inherited),
-replaces one that dies, stops everything when a process could not start (the next would
-fail the same way), and passes SIGINT/SIGTERM on as SIGTERM, which lets each process finish
-the requests it is answering (uvicorn's graceful shutdown). A parent that dies without a
+replaces one that dies (after a growing delay when it keeps dying young), stops everything
+when a process could not start (the next would fail the same way), and passes
+SIGINT/SIGTERM on as SIGTERM, which lets each process finish the requests it is answering
+(uvicorn's graceful shutdown). A parent that dies without a
 word (SIGKILL, OOM) takes its processes with it: the kernel sends each SIGTERM.
 """
 
@@ -25,6 +26,8 @@ import os
 import signal
 import socket
 import threading
+import time
+from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from types import FrameType
 
@@ -37,6 +40,9 @@ _spawn = multiprocessing.get_context("spawn")
 # How often the parent looks at its processes; a dead one is replaced within this.
 POLL_SECONDS = 0.5
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# A process that dies sooner than this after its start is replaced after a growing delay.
+QUICK_DEATH_SECONDS = 10.0
+MAX_RESTART_DELAY = 30.0
 
 
 def port_socket(host: str, port: int) -> socket.socket:
@@ -76,13 +82,31 @@ def _serve_one(config: uvicorn.Config, parent: int) -> None:
     uvicorn.Server(config).run(sockets=[sock])
 
 
+def restart_delay(lived: float, quick_deaths: int) -> float:
+    """Seconds to wait before replacing a process that died after ``lived`` seconds, having
+    died young ``quick_deaths`` times in a row before: none for one that had been up a
+    while, then 1, 2, 4... up to 30 s, so a process that dies at every start (a bug, a
+    dependency gone) does not spend the machine's cores on restarts."""
+    if lived >= QUICK_DEATH_SECONDS:
+        return 0.0
+    return float(min(MAX_RESTART_DELAY, 2 ** quick_deaths))
+
+
+@dataclass
+class _Slot:
+    process: SpawnProcess
+    started: float  # time.monotonic()
+    quick_deaths: int = 0  # in a row, before the current process
+    restart_at: float | None = None  # dead, to be replaced at this time
+
+
 class Supervisor:
     """``count`` server processes for ``config`` (whose app is an import string)."""
 
     def __init__(self, config: uvicorn.Config, count: int) -> None:
         self.config = config
         self.count = count
-        self.processes: list[SpawnProcess] = []
+        self.slots: list[_Slot] = []
         self.startup_failed = False
         self._stop = threading.Event()
 
@@ -98,15 +122,15 @@ class Supervisor:
         try:
             log.info("serving on %s:%d with %d processes", self.config.host,
                      self.config.port, self.count)
-            self.processes = [self._start() for _ in range(self.count)]
+            self.slots = [_Slot(self._start(), time.monotonic()) for _ in range(self.count)]
             while not self._stop.wait(POLL_SECONDS):
-                self._replace_dead()
+                self._replace_dead(time.monotonic())
         finally:
-            for process in self.processes:
-                if process.is_alive():
-                    process.terminate()  # SIGTERM: uvicorn's graceful shutdown
-            for process in self.processes:
-                process.join()
+            for slot in self.slots:
+                if slot.process.is_alive():
+                    slot.process.terminate()  # SIGTERM: uvicorn's graceful shutdown
+            for slot in self.slots:
+                slot.process.join()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             reservation.close()
@@ -118,18 +142,26 @@ class Supervisor:
         process.start()
         return process
 
-    def _replace_dead(self) -> None:
-        for index, process in enumerate(self.processes):
-            if process.is_alive():
-                continue
-            if process.exitcode == STARTUP_FAILURE:
-                log.error("server process %s could not start; stopping", process.pid)
-                self.startup_failed = True
-                self._stop.set()
-                return
-            log.warning("server process %s exited (%s); starting another", process.pid,
-                        process.exitcode)
-            self.processes[index] = self._start()
+    def _replace_dead(self, now: float) -> None:
+        for slot in self.slots:
+            process = slot.process
+            if slot.restart_at is None:
+                if process.is_alive():
+                    continue
+                if process.exitcode == STARTUP_FAILURE:
+                    log.error("server process %s could not start; stopping", process.pid)
+                    self.startup_failed = True
+                    self._stop.set()
+                    return
+                lived = now - slot.started
+                delay = restart_delay(lived, slot.quick_deaths)
+                slot.quick_deaths = slot.quick_deaths + 1 if lived < QUICK_DEATH_SECONDS else 0
+                slot.restart_at = now + delay
+                log.warning("server process %s exited (%s) after %.0f s; starting another%s",
+                            process.pid, process.exitcode, lived,
+                            f" in {delay:.0f} s" if delay else "")
+            if now >= slot.restart_at:
+                slot.process, slot.started, slot.restart_at = self._start(), now, None
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         log.info("%s: stopping %d processes", signal.Signals(signum).name, self.count)

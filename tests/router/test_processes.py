@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -130,7 +131,7 @@ def test_processes_serve_share_changes_and_are_replaced(
                      SVCSRV_PROCESSES="2")
     with serving(env, tmp_path) as proc:
         wait_for(lambda: proc.poll() is not None or len(workers_of(proc.pid)) == 2, 30,
-              "two worker processes")
+                 "two worker processes")
         assert proc.poll() is None, proc.communicate()[0]
 
         def served() -> bool:
@@ -159,21 +160,31 @@ def test_processes_serve_share_changes_and_are_replaced(
         update_app(sessions, "game", kill_switch=True)
         publish_app_changed_sync(redis_url, "game")
         wait_for(lambda: all(get(port, host)[0] == 503 for _ in range(20)), 1.5,
-              "the kill switch on every connection")
+                 "the kill switch on every connection")
         update_app(sessions, "game", kill_switch=False)
         publish_app_changed_sync(redis_url, "game")
         wait_for(lambda: all(get(port, host)[0] == 200 for _ in range(20)), 1.5,
-              "the app back on every connection")
+                 "the app back on every connection")
 
         # A worker that dies is replaced; the other keeps answering meanwhile. (Connections
         # in the dead one's accept queue when it died are reset with it, as are its open
         # ones; the kernel only stops sending it new ones once its socket is closed.)
-        victim = min(workers_of(proc.pid))
+        first = workers_of(proc.pid)
+        victim = min(first)
         os.kill(victim, signal.SIGKILL)
         wait_for(lambda: exited(victim), 10, "the killed worker is gone")
         assert get(port, host) == (200, b"from origin")
         wait_for(lambda: len(workers_of(proc.pid) - {victim}) == 2, 30, "a replacement worker")
         wait_for(served, 30, "served after the replacement")
+        # One that dies young again is replaced after a growing delay (1 s, then 2 s...),
+        # not in a tight loop.
+        young = next(iter(workers_of(proc.pid) - first))
+        os.kill(young, signal.SIGKILL)
+        wait_for(lambda: exited(young), 10, "the young worker is gone")
+        gone_at = time.monotonic()
+        wait_for(lambda: len(workers_of(proc.pid)) == 2, 30, "its replacement")
+        assert time.monotonic() - gone_at >= 0.9  # at least the 1 s delay, less polling
+        wait_for(served, 30, "served after the second replacement")
 
         workers = workers_of(proc.pid)
         proc.send_signal(signal.SIGTERM)
@@ -181,6 +192,7 @@ def test_processes_serve_share_changes_and_are_replaced(
     assert proc.returncode == 0, output
     assert all(exited(pid) for pid in workers)
     assert "Traceback" not in output
+    assert "starting another in " in output  # the delayed restart, in the log
 
 
 def test_processes_stop_when_the_supervisor_is_killed(
@@ -195,7 +207,7 @@ def test_processes_stop_when_the_supervisor_is_killed(
                      SVCSRV_REDIS_URL=redis_url, SVCSRV_PROCESSES="2")
     with serving(env, tmp_path) as proc:
         wait_for(lambda: proc.poll() is not None or len(workers_of(proc.pid)) == 2, 30,
-              "two worker processes")
+                 "two worker processes")
         workers = workers_of(proc.pid)
         wait_for(lambda: listening(port), 60, "listening")
         proc.kill()
