@@ -10,14 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from payments.models import (
-    App,
-    AppStatus,
-    DomainRequestStatus,
-    RuntimeBlocker,
-    RuntimeStatus,
-    runtime_blockers,
-)
+from payments.models import App
+from payments.runtime.views import not_served_reasons
 
 
 @dataclass(frozen=True)
@@ -75,37 +69,6 @@ def gate(route: RuntimeRoute | None) -> Gate:
 
 
 def _decide(route: RuntimeRoute) -> Gate:
-    reasons: list[str] = []
-    if route.kill_switch:
-        reasons.append("The app has been paused by the service operators.")
-    if route.app_status != AppStatus.ACTIVE:
-        reasons.append(f"The app is {route.app_status}, not active.")
-    for blocker in runtime_blockers(route.runtime_status, route.domain_status, route.origin):
-        reasons.append(_words(blocker, route))
-    if reasons:
-        return Gate(False, 503, tuple(reasons))
-    return Gate(True, 200)
-
-
-def _words(blocker: RuntimeBlocker, route: RuntimeRoute) -> str:
-    if blocker is RuntimeBlocker.RUNTIME_NOT_ACTIVE:
-        return _RUNTIME_REASONS.get(route.runtime_status, route.runtime_status)
-    if blocker is RuntimeBlocker.DOMAIN_NOT_APPROVED:
-        return _DOMAIN_REASONS.get(route.domain_status, route.domain_status)
-    return "No runtime origin has been saved for this app."
-
-
-_RUNTIME_REASONS: dict[str, str] = {
-    RuntimeStatus.NOT_CONFIGURED: "The runtime has not been configured yet "
-                                  "(run `svc runtime configure`).",
-    RuntimeStatus.PENDING_VERIFICATION: "The runtime is waiting for verification "
-                                        "(run `svc runtime verify`).",
-    RuntimeStatus.DISABLED: "The runtime has been disabled by the developer.",
-}
-_DOMAIN_REASONS: dict[str, str] = {
-    DomainRequestStatus.NOT_REQUESTED: "The runtime domain has not been requested "
-                                       "(run `svc runtime request-domain`).",
-    DomainRequestStatus.PENDING_MANUAL_DNS: "The runtime domain request is waiting for "
-                                            "operator approval.",
-    DomainRequestStatus.REJECTED: "The runtime domain request was rejected.",
-}
+    reasons = not_served_reasons(route.app_status, route.kill_switch, route.runtime_status,
+                                 route.domain_status, route.origin)
+    return Gate(False, 503, reasons) if reasons else Gate(True, 200)

@@ -125,10 +125,12 @@ def _details(a: View) -> str:
             ("Runtime URL", f"<code>{escape(a['runtime']['url'])}</code>"),
             ("Runtime status", escape(a["runtime"]["status"])))
     items = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
-    webhooks = f"/apps/{attr(a['slug'])}/webhooks"
+    here = f"/apps/{attr(a['slug'])}"
     return f"<section id=\"details\" aria-labelledby=\"details-h\"><h2 id=\"details-h\">" \
            f"Details</h2><dl>{items}</dl>" \
-           f"<p><a href=\"{webhooks}\">Webhooks: endpoint and recent deliveries</a></p></section>"
+           f"<p><a href=\"{here}/runtime\">Runtime: whether it is served, and why not</a></p>" \
+           f"<p><a href=\"{here}/webhooks\">Webhooks: endpoint and recent deliveries</a></p>" \
+           "</section>"
 
 
 def _pay_to(nav: Nav, a: View, error_html: str, problem: Problem | None) -> str:

@@ -11,6 +11,7 @@ from portal.console.account import AccountPages
 from portal.console.apps import AppPages
 from portal.console.cli import CliPages
 from portal.console.context import Console, RuntimeUrl
+from portal.console.runtime import RuntimePage
 from portal.console.webhooks import WebhookPage
 
 
@@ -42,6 +43,7 @@ def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list
         Route("/apps/{app}/keys", apps.create_key, methods=post),
         Route("/apps/{app}/keys/{key}/revoke", apps.revoke_key, methods=post),
         Route("/apps/{app}/webhooks", WebhookPage(console).show, methods=get),
+        Route("/apps/{app}/runtime", RuntimePage(console).show, methods=get),
         Route("/device", cli.device, methods=get),
         Route("/cli/approve", cli.approve_form, methods=get),
         Route("/cli/approve", cli.approve, methods=post),

@@ -83,7 +83,8 @@ def test_signed_in_pages_send_the_strict_policy(
     add_owned_app(sessions, developer[1], "game")
     with console.client() as client:
         log_in(client)
-        for path in ("/apps", "/apps/new", "/apps/game", "/apps/game/webhooks", "/device"):
+        for path in ("/apps", "/apps/new", "/apps/game", "/apps/game/webhooks",
+                     "/apps/game/runtime", "/device"):
             response = client.get(path)
             assert response.status_code == 200, path
             assert_strict_page(response)
