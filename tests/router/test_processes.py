@@ -175,16 +175,15 @@ def test_processes_serve_share_changes_and_are_replaced(
         wait_for(lambda: exited(victim), 10, "the killed worker is gone")
         assert get(port, host) == (200, b"from origin")
         wait_for(lambda: len(workers_of(proc.pid) - {victim}) == 2, 30, "a replacement worker")
-        wait_for(served, 30, "served after the replacement")
-        # One that dies young again is replaced after a growing delay (1 s, then 2 s...),
-        # not in a tight loop.
+        # One that dies young (here: at once) is replaced after a growing delay (1 s, then
+        # 2 s...), not in a tight loop.
         young = next(iter(workers_of(proc.pid) - first))
         os.kill(young, signal.SIGKILL)
         wait_for(lambda: exited(young), 10, "the young worker is gone")
         gone_at = time.monotonic()
         wait_for(lambda: len(workers_of(proc.pid)) == 2, 30, "its replacement")
         assert time.monotonic() - gone_at >= 0.9  # at least the 1 s delay, less polling
-        wait_for(served, 30, "served after the second replacement")
+        wait_for(served, 60, "served after the replacement")
 
         workers = workers_of(proc.pid)
         proc.send_signal(signal.SIGTERM)
