@@ -74,12 +74,15 @@ def _die_with(parent: int) -> None:
 
 
 def _serve_one(config: uvicorn.Config, parent: int) -> None:
-    """A server process: its own listening socket, then uvicorn until SIGTERM."""
+    """A server process: its own socket on the port, then uvicorn until SIGTERM.
+
+    The socket is handed over bound but not listening: the event loop's ``create_server``
+    starts listening once the service has started (app built, lifespan done), so the kernel
+    sends a starting process no connections to hold while it imports and connects.
+    """
     _die_with(parent)
     config.configure_logging()
-    sock = port_socket(config.host, config.port)
-    sock.listen(config.backlog)
-    uvicorn.Server(config).run(sockets=[sock])
+    uvicorn.Server(config).run(sockets=[port_socket(config.host, config.port)])
 
 
 def restart_delay(lived: float, quick_deaths: int) -> float:

@@ -74,6 +74,13 @@ def exited(pid: int) -> bool:
     return not Path(f"/proc/{pid}").exists()
 
 
+def listeners(port: int) -> int:
+    """Sockets listening on ``port`` (/proc/net/tcp state 0A)."""
+    return sum(1 for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+               if int(line.split()[1].rsplit(":", 1)[1], 16) == port
+               and line.split()[3] == "0A")
+
+
 def connections_held(pids: set[int], port: int) -> dict[int, int]:
     """How many established connections to ``port`` each process holds (from /proc)."""
     inodes: dict[str, int] = {}
@@ -141,8 +148,11 @@ def test_processes_serve_share_changes_and_are_replaced(
                 return False
 
         wait_for(served, 60, "the runtime is proxied")
-        # The kernel spreads connections over the processes (each listens in the port's
-        # SO_REUSEPORT group); a burst all on one of them is what sharing one socket gave.
+        # A process listens once its service has started (until then the kernel sends it
+        # nothing); then the kernel spreads connections over the processes (each listens in
+        # the port's SO_REUSEPORT group). A burst all on one of them is what sharing one
+        # socket gave.
+        wait_for(lambda: listeners(port) == 2, 60, "both processes listening")
         clients = [http.client.HTTPConnection("127.0.0.1", port, timeout=5) for _ in range(32)]
         for client in clients:
             client.request("GET", "/", headers={"Host": host})
@@ -183,6 +193,9 @@ def test_processes_serve_share_changes_and_are_replaced(
         gone_at = time.monotonic()
         wait_for(lambda: len(workers_of(proc.pid)) == 2, 30, "its replacement")
         assert time.monotonic() - gone_at >= 0.9  # at least the 1 s delay, less polling
+        # Just started, it imports and starts the service before it listens: the port has
+        # one listener, and no connection waits on the newcomer meanwhile.
+        assert listeners(port) == 1
         wait_for(served, 60, "served after the replacement")
 
         workers = workers_of(proc.pid)
