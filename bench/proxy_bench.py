@@ -256,6 +256,22 @@ def wait_ready(proc: Proc, port: int, host: str, timeout: float = 60) -> None:
     raise RuntimeError(f"{proc.name} not ready after {timeout:.0f}s ({last}):\n{proc.tail()}")
 
 
+def wait_listening(proc: Proc, port: int, count: int, timeout: float = 60) -> None:
+    """Until ``count`` sockets listen on ``port`` (a router process listens only once its
+    service has started, router/processes.py)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        listening = sum(1 for row in rows if row.split()[3] == "0A"
+                        and int(row.split()[1].rsplit(":", 1)[1], 16) == port)
+        if listening >= count:
+            return
+        if time.monotonic() > deadline or proc.popen.poll() is not None:
+            raise RuntimeError(f"{proc.name}: {listening} of {count} processes listening:\n"
+                               f"{proc.tail()}")
+        time.sleep(0.1)
+
+
 # --------------------------------------------------------------------------- nginx
 
 NGINX_COMMON = """\
@@ -528,6 +544,8 @@ def setup(processes: int, profile: Path | None = None) -> Iterator[Setup]:
         targets = []
         for key, label, proc, port, watch in started:
             wait_ready(proc, port, host_of[key])
+            if key == "router-n":  # every process listening, not only the first one up
+                wait_listening(proc, port, processes)
             targets.append(Target(key, label, proc, port, host_of[key], watch))
         yield Setup(tmp=tmp, processes=processes, targets=targets)
     finally:
