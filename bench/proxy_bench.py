@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # tests.support (Redis, /proc/net/tcp), as the other benches
 REPORT = ROOT / "docs" / "BENCHMARKS.md"
 HEADING = "## Runtime proxy vs nginx (bench/proxy_bench.py)"
 SLUG = "bench"
@@ -73,7 +74,6 @@ WARMUP = 2
 TARGET_THROUGHPUT = 0.30  # router req/s >= 30% of nginx's
 TARGET_P99 = 3.0  # router p99 <= 3x nginx's
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
-REDIS = shutil.which("redis-server") or "/usr/bin/redis-server"
 WRK = shutil.which("wrk") or "wrk"
 
 
@@ -259,12 +259,11 @@ def wait_ready(proc: Proc, port: int, host: str, timeout: float = 60) -> None:
 def wait_listening(proc: Proc, port: int, count: int, timeout: float = 60) -> None:
     """Until ``count`` sockets listen on ``port`` (a router process listens only once its
     service has started, router/processes.py)."""
+    from tests.support.services import listeners
+
     deadline = time.monotonic() + timeout
     while True:
-        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
-        listening = sum(1 for row in rows if row.split()[3] == "0A"
-                        and int(row.split()[1].rsplit(":", 1)[1], 16) == port)
-        if listening >= count:
+        if (listening := listeners(port)) >= count:
             return
         if time.monotonic() > deadline or proc.popen.poll() is not None:
             raise RuntimeError(f"{proc.name}: {listening} of {count} processes listening:\n"
@@ -477,26 +476,14 @@ class Setup:
         return next(t for t in self.targets if t.key == key)
 
 
-def start_redis(procs: Processes, tmp: Path) -> str:
-    port = free_port()
-    redis = procs.start("redis", [REDIS, "--port", str(port), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no"], tmp / "redis.log")
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return f"redis://127.0.0.1:{port}/0"
-        except OSError:
-            if time.monotonic() > deadline or redis.popen.poll() is not None:
-                raise RuntimeError(f"redis-server did not start:\n{redis.tail()}") from None
-            time.sleep(0.02)
-
-
 @contextmanager
 def setup(processes: int, profile: Path | None = None) -> Iterator[Setup]:
     """The upstream, Redis, and the targets: nginx (1 worker) and the router (1 process),
     the reference, then nginx (``processes`` workers) and the router (``processes``)."""
+    from tests.support.services import redis_server
+
     procs = Processes()
+    stack = contextlib.ExitStack()  # Redis, stopped after the routers that use it
     tmp = Path(tempfile.mkdtemp(prefix="proxy-bench-"))
     tmp.chmod(0o755)
     try:
@@ -505,7 +492,8 @@ def setup(processes: int, profile: Path | None = None) -> Iterator[Setup]:
         upstream = start_nginx(procs, "upstream nginx", tmp / "upstream", nginx_conf(
             tmp / "upstream", UPSTREAM_HTTP.format(port=up_port, payload=BODY.decode())))
         wait_ready(upstream, up_port, "upstream")
-        redis_url = start_redis(procs, tmp)
+        # Started and stopped by its pid like the tests' own (tests/support/services.py).
+        redis_url = stack.enter_context(redis_server())
         launcher = [sys.executable, str(Path(__file__).resolve()), "--serve"]
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
         base_env["PYTHONPATH"] = os.pathsep.join(
@@ -550,6 +538,7 @@ def setup(processes: int, profile: Path | None = None) -> Iterator[Setup]:
         yield Setup(tmp=tmp, processes=processes, targets=targets)
     finally:
         procs.stop_all()
+        stack.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

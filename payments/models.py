@@ -153,8 +153,8 @@ class App(Base):
 
 
 class RuntimeBlocker(StrEnum):
-    """One reason the runtime host does not serve an app's runtime (router/gating.py words
-    each for the setup page)."""
+    """One reason the runtime host does not serve an app's runtime (worded for people by
+    ``payments.runtime.views.not_served_reasons``)."""
 
     RUNTIME_NOT_ACTIVE = "runtime_not_active"
     NO_ORIGIN = "no_origin"
@@ -166,8 +166,9 @@ def runtime_blockers(runtime_status: str, domain_status: str,
     """Everything that stops ``<slug>.{apps_domain}`` from serving this runtime; none when
     it serves: a verified runtime, a saved origin and an operator-approved domain.
 
-    The one statement of the rule: the router's gate (which also checks the kill switch and
-    the app's status, and words each reason) and :func:`serves_runtime` both read it.
+    The one statement of the rule: :func:`serves_runtime` and
+    ``payments.runtime.views.not_served_reasons`` (which also checks the kill switch and the
+    app's status, for the router's gate and the console) both read it.
     """
     found = []
     if runtime_status != RuntimeStatus.ACTIVE:

@@ -66,6 +66,12 @@ def budget_choices(label: str) -> str:
             f'<select id="days">{days}</select></div>')
 
 
+def _framer(target: ReturnTarget) -> str:
+    """Who may frame the embed returning to ``target``: the app's runtime or local-dev
+    origin, where the modal lives; a hosted-entry return has no modal to frame it."""
+    return target.audience if target.kind in ("runtime", "local_dev") else "'none'"
+
+
 class Refused(Exception):
     """A request the page refuses in words (never a stack trace, never a 500)."""
 
@@ -93,12 +99,10 @@ class AuthorizePage:
             return self.shell.message(refused.title, refused.text, refused.status,
                                       detail=refused.detail, embed=embed,
                                       frame_ancestors=ancestors)
-        frame_ancestors = (checked.target.audience
-                           if embed and checked.target.kind in ("runtime", "local_dev")
-                           else "'none'")
         return self.shell.page(f"Authorize {checked.app.name}", self._body(checked),
                                data=self._data(checked), embed=embed,
-                               scripts=self._scripts(), frame_ancestors=frame_ancestors)
+                               scripts=self._scripts(),
+                               frame_ancestors=_framer(checked.target) if embed else "'none'")
 
     def _refusal_ancestors(self, slug: str | None, return_url: str | None) -> str:
         """Who may frame a refusal in the embed: the origin that could have framed the page
@@ -114,7 +118,7 @@ class AuthorizePage:
                                       runtime_active=True)
         except ApiError:
             return "'none'"
-        return target.audience if target.kind in ("runtime", "local_dev") else "'none'"
+        return _framer(target)
 
     def _scripts(self) -> tuple[str, ...]:
         dev = ("dev-wallet.js",) if self.c.dev else ()

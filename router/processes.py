@@ -13,8 +13,8 @@ The parent starts the processes (``spawn``: nothing of the parent's state is inh
 replaces one that dies (after a growing delay when it keeps dying young), stops everything
 when a process could not start (the next would fail the same way), and passes
 SIGINT/SIGTERM on as SIGTERM, which lets each process finish the requests it is answering
-(uvicorn's graceful shutdown). A parent that dies without a
-word (SIGKILL, OOM) takes its processes with it: the kernel sends each SIGTERM.
+(uvicorn's graceful shutdown). A parent that dies without a word (SIGKILL, OOM) takes its
+processes with it: the kernel sends each SIGTERM.
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ class Supervisor:
                     return
                 lived = now - slot.started
                 delay = restart_delay(lived, slot.quick_deaths)
-                slot.quick_deaths = slot.quick_deaths + 1 if lived < QUICK_DEATH_SECONDS else 0
+                slot.quick_deaths = slot.quick_deaths + 1 if delay else 0  # delay: died young
                 slot.restart_at = now + delay
                 log.warning("server process %s exited (%s) after %.0f s; starting another%s",
                             process.pid, process.exitcode, lived,

@@ -43,7 +43,7 @@ class Settings:
     redis_url: str | None = None
     bind_host: str = "127.0.0.1"
     bind_port: int = 8000
-    # Server processes of `svc-server serve`, sharing the listening socket (one Python
+    # Server processes of `svc-server serve`, listening on the same port (one Python
     # process uses one core). More than one needs what every process must share: Redis
     # (rate limits, cache invalidation), a JSON-RPC chain (the in-process EVM would be one
     # chain per process) and the chain workers in `svc-ops chain run` (a relayer key's

@@ -1,5 +1,5 @@
 """``svc-server serve`` with ``SVCSRV_PROCESSES`` > 1: the command run as an operator would,
-each process a real server on one listening socket, sharing Redis and the database."""
+each process a real server listening on the same port, sharing Redis and the database."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from router.invalidation import publish_app_changed_sync
 from tests.factories import add_app, update_app
 from tests.support.servers import AiohttpServer, answering
-from tests.support.services import free_port
+from tests.support.services import free_port, listeners, tcp_sockets
 from tests.support.waits import wait_for
 
 SVC_SERVER = str(Path(sys.executable).with_name("svc-server"))
@@ -74,13 +74,6 @@ def exited(pid: int) -> bool:
     return not Path(f"/proc/{pid}").exists()
 
 
-def listeners(port: int) -> int:
-    """Sockets listening on ``port`` (/proc/net/tcp state 0A)."""
-    return sum(1 for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
-               if int(line.split()[1].rsplit(":", 1)[1], 16) == port
-               and line.split()[3] == "0A")
-
-
 def connections_held(pids: set[int], port: int) -> dict[int, int]:
     """How many established connections to ``port`` each process holds (from /proc)."""
     inodes: dict[str, int] = {}
@@ -93,11 +86,9 @@ def connections_held(pids: set[int], port: int) -> dict[int, int]:
             if target.startswith("socket:["):
                 inodes[target[8:-1]] = pid
     held = dict.fromkeys(pids, 0)
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        fields = line.split()
-        local_port = int(fields[1].rsplit(":", 1)[1], 16)
-        if local_port == port and fields[3] == "01" and fields[9] in inodes:  # ESTABLISHED
-            held[inodes[fields[9]]] += 1
+    for state, inode in tcp_sockets(port):
+        if state == "01" and inode in inodes:  # ESTABLISHED
+            held[inodes[inode]] += 1
     return held
 
 

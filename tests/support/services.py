@@ -90,3 +90,19 @@ def redis_server() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def tcp_sockets(port: int) -> list[tuple[str, str]]:
+    """(state, inode) of every IPv4 TCP socket whose local port is ``port``, from
+    /proc/net/tcp (state ``0A`` listening, ``01`` established)."""
+    found = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port:
+            found.append((fields[3], fields[9]))
+    return found
+
+
+def listeners(port: int) -> int:
+    """How many sockets listen on ``port``."""
+    return sum(1 for state, _ in tcp_sockets(port) if state == "0A")
