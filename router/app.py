@@ -48,6 +48,7 @@ from router.app_directory import AppDirectory
 from router.chain import open_chain, start_workers
 from router.fast_path import FastPath
 from router.gating import RuntimeRoute
+from router.head_policy import HeadPolicy
 from router.health import Status, healthz
 from router.heap import freeze_startup_heap
 from router.hosts import HostKind, HostTable
@@ -82,6 +83,8 @@ class Service:
         self._table = HostTable(settings)
         self.hosts = hosts
         self._runtime = runtime
+        # Read by both HTTP protocols (router/server_protocol.py): every head's limits.
+        self.head_policy = HeadPolicy(settings.head_limits, self._table)
         # Read by router/fast_protocol.py: the runtime requests it serves below ASGI.
         self.fast_path = (FastPath(settings, self._table, resources, runtime.http)
                           if settings.proxy_fast_path else None)

@@ -17,7 +17,9 @@ over: the first request with a body, an upgrade, ``Expect``, or a head that does
 parse is given, from its first byte, to :class:`router.server_protocol.HttpProtocol`,
 which then owns the connection for the rest of its life. A request is decided before any
 byte of it is consumed: its head is framed here by its blank line, and only a request
-that is whole at that point is ever served here.
+that is whole at that point is ever served here. Every head is held to the service's
+limits first, as it arrives (``router/head_limits.py``): one over them is answered 414 or
+431 here and the connection closed, whatever would have served it.
 
 A fast request whose answer the exchange cannot write in one go (no idle origin
 connection, an error, a streamed or large answer, a full write buffer, a client that
@@ -43,15 +45,14 @@ from uvicorn.server import ServerState
 
 from router.fast_exchange import FastExchange
 from router.fast_path import FastPath
+from router.head_limits import HeadRefused, HeadScan, check_whole, host_count_refused, host_in
 from router.headers import Headers
+from router.lingering import answer_and_linger
 from router.proxy import request_target
-from router.server_protocol import HeldWrites, HttpProtocol, frame_whole
+from router.server_protocol import HeldWrites, HttpProtocol, frame_whole, head_policy
 
 log = logging.getLogger(__name__)
 
-# A head not complete within this many bytes is uvicorn's to judge (it answers 400 or
-# waits, as for any connection); the fast path only serves ordinary heads.
-MAX_HEAD = 64 * 1024
 # Pipelined bytes held while a request is in flight before reading pauses.
 MAX_BUFFER = 64 * 1024
 
@@ -59,8 +60,8 @@ MAX_BUFFER = 64 * 1024
 class _Head:
     """What the parser reports about one request head (httptools callbacks)."""
 
-    __slots__ = ("complete", "expect", "headers", "keep_alive", "method", "parser", "upgrade",
-                 "url", "version")
+    __slots__ = ("complete", "expect", "headers", "hosts", "keep_alive", "method", "parser",
+                 "upgrade", "url", "version")
 
     def __init__(self) -> None:
         self.parser = httptools.HttpRequestParser(self)
@@ -74,12 +75,14 @@ class _Head:
         self.version = "1.1"
         self.keep_alive = True
         self.upgrade = False
+        self.hosts = 0
 
     def on_message_begin(self) -> None:
         self.url = b""
         self.headers = []
         self.complete = False
         self.expect = False
+        self.hosts = 0
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -88,6 +91,8 @@ class _Head:
         name = name.lower()  # as uvicorn gives them (the header policy expects it)
         if name == b"expect":
             self.expect = True
+        elif name == b"host":
+            self.hosts += 1
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
@@ -106,7 +111,7 @@ class FastProtocol(asyncio.Protocol):
     __slots__ = (
         "_app", "_app_state", "_buffer", "_client", "_client_ip", "_closing", "_config", "_cycle",
         "_exchange", "_fast", "_flow", "_gone", "_gone_waiter", "_handed_over", "_head",
-        "_idle_timer", "_last", "_loop", "_reading_paused", "_request",
+        "_idle_timer", "_last", "_loop", "_policy", "_reading_paused", "_request", "_scan",
         "_scheme", "_server", "_server_state", "_transport", "_trusted", "_writes",
     )
 
@@ -120,6 +125,8 @@ class FastProtocol(asyncio.Protocol):
         self._app_state = app_state
         self._loop = _loop or asyncio.get_event_loop()
         self._head = _Head()
+        self._policy = head_policy(config)
+        self._scan = HeadScan(self._policy.limits)
         self._buffer = b""
         self._transport: asyncio.Transport | None = None
         self._flow: FlowControl | None = None
@@ -212,16 +219,26 @@ class FastProtocol(asyncio.Protocol):
     def _next(self) -> None:
         """Serve the request at the start of the buffer, if its head is all there."""
         buffer = self._buffer
-        end = buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(buffer) > MAX_HEAD:
-                self._hand_over()
+        end = buffer.find(b"\r\n\r\n", self._scan.resume_at)
+        try:
+            if end < 0:
+                self._scan.check(buffer)  # refuses a head growing past the limits
+                return
+            check_whole(buffer, end + 4, self._scan)
+        except HeadRefused as refused:
+            if refused.malformed:
+                self._hand_over()  # uvicorn answers 400, as for every head that does not parse
+            else:
+                self._refuse(refused, host_in(buffer[:self._policy.limits.head]))
             return
         head = self._head
         try:
             head.parser.feed_data(buffer[:end + 4])
         except (httptools.HttpParserError, httptools.HttpParserUpgrade):
             self._hand_over()  # uvicorn answers 400, or upgrades
+            return
+        if head.hosts > 1 or (head.hosts == 0 and head.version == "1.1"):
+            self._refuse(host_count_refused(head.hosts), host_in(buffer[:end + 4]))
             return
         if not head.complete or head.expect or head.upgrade:
             self._hand_over()  # a body follows, or something only uvicorn does
@@ -267,6 +284,20 @@ class FastProtocol(asyncio.Protocol):
             self._fast.untasked += 1
         else:
             self._fall_back(exchange.task())
+
+    def _refuse(self, refused: HeadRefused, host: bytes | None) -> None:
+        """Answer a head over the limits (or naming no single host) and close: nothing of
+        it reaches an origin or the service."""
+        transport = self._transport
+        assert self._writes is not None and transport is not None
+        self._buffer = b""
+        self._handed_over = True  # the connection is no longer this protocol's
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self._server_state.connections.discard(self)
+        self._writes.flush()
+        answer_and_linger(transport, self._loop, self._policy.answer(refused, host))
 
     def _write_whole(self, status: int, headers: Headers, body: bytes) -> bool:
         """The answer in one write; False (nothing written) when a request cycle must

@@ -15,6 +15,8 @@ from typing import cast
 
 import httptools
 
+from router.head_limits import HeadLimits
+
 # Pause reading the origin while this much body waits for a slow client.
 HIGH_WATER = 256 * 1024
 _NO_BODY_STATUS = (204, 304)
@@ -46,9 +48,13 @@ class ClientGone(OriginError):
 
 
 class OriginConnection(asyncio.Protocol):
-    def __init__(self, loop: asyncio.AbstractEventLoop, read_timeout: float) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, read_timeout: float,
+                 limits: HeadLimits | None = None) -> None:
         self.loop = loop
         self.read_timeout = read_timeout
+        # An answer's head is held to the limits a request's head is (router/head_limits.py):
+        # an origin sending an endless header must not grow the router's memory.
+        self.limits = limits or HeadLimits()
         self.transport: asyncio.Transport | None = None
         self.ip = ""  # the checked address this connection was opened to
         self.key: tuple[bool, str, int] = (False, "", 0)  # its pool: (tls, host, port)
@@ -76,6 +82,9 @@ class OriginConnection(asyncio.Protocol):
         self.reusable = True  # cleared when the request body was not sent whole
         self.waiting_for_client = False  # for the next chunk of the request body
         self.error: OriginError | None = None
+        self._head_read = 0  # bytes read while the answer's head was unfinished
+        self._header_lines = 0
+        self._head_error: OriginProtocolError | None = None
         self._head_only = False
         self._informational = False
         self.started = 0.0
@@ -214,7 +223,14 @@ class OriginConnection(asyncio.Protocol):
         try:
             self._parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
-            self.abort(OriginProtocolError(str(exc) or type(exc).__name__))
+            self.abort(self._head_error or OriginProtocolError(str(exc) or type(exc).__name__))
+        else:
+            if not self.head_done and self.error is None:
+                # What an unfinished header line holds is inside httptools: count it.
+                self._head_read += len(data)
+                if self._head_read > self.limits.head:
+                    self.abort(OriginProtocolError(
+                        f"the answer's head is over {self.limits.head} bytes"))
         if step is not None:
             self.on_step = step
             step()
@@ -247,6 +263,16 @@ class OriginConnection(asyncio.Protocol):
     # -- httptools callbacks --------------------------------------------------------------
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        limits = self.limits
+        self._header_lines += 1
+        if len(name) + len(value) + 2 > limits.header_line:
+            self._head_error = OriginProtocolError(
+                f"a header line of the answer is over {limits.header_line} bytes")
+        elif self._header_lines > limits.headers:
+            self._head_error = OriginProtocolError(
+                f"the answer has over {limits.headers} header lines")
+        if self._head_error is not None:
+            raise self._head_error  # stops the parser; data_received aborts with it
         if not self.complete:
             self.headers.append((name, value))
 

@@ -94,7 +94,8 @@ def gateway_page(status: int, name: str, why: str,
                  headers: dict[str, str] | None = None) -> HTMLResponse:
     titles = {502: "The app could not be reached", 504: "The app took too long to answer",
               413: "The request is too large", 400: "Bad request",
-              405: "Method not allowed", 503: "Temporarily unavailable"}
+              405: "Method not allowed", 503: "Temporarily unavailable",
+              414: "The address is too long", 431: "The request headers are too large"}
     title = titles.get(status, "The app could not be served")
     return render(title, f"<h1>{escape(title)}</h1><p>{escape(why)}</p>"
                          f"<p><small>{escape(name)} &middot; HTTP {status}</small></p>", status,

@@ -16,7 +16,10 @@ frames an answer exactly as uvicorn's ``send`` would.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import httptools
+from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import (
     HEADER_RE,
     HEADER_VALUE_RE,
@@ -24,7 +27,18 @@ from uvicorn.protocols.http.httptools_impl import (
     HttpToolsProtocol,
 )
 
+from router.head_limits import (
+    HeadLimits,
+    HeadRefused,
+    head_too_large,
+    host_count_refused,
+    line_too_long,
+    request_line_too_long,
+    too_many_headers,
+)
+from router.head_policy import HeadPolicy
 from router.headers import Headers
+from router.lingering import answer_and_linger
 
 
 class HeldWrites:
@@ -127,21 +141,159 @@ def frame_whole(status: int, headers: Headers, body: bytes,
     return b"".join(parts)
 
 
+def head_policy(config: Config) -> HeadPolicy:
+    """The service's head limits and refusal answers; the default limits, answered in the
+    error envelope, for an application that is not the service (or is wrapped)."""
+    policy = getattr(config.loaded_app, "head_policy", None)
+    return policy if isinstance(policy, HeadPolicy) else HeadPolicy(HeadLimits(), None)
+
+
 class HttpProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, giving every request cycle the held-writes view of
-    the connection's transport."""
+    the connection's transport, and holding every request head to the service's limits
+    (``router/head_limits.py``).
+
+    The parser reports a head in pieces: the target as it arrives, each header once its
+    line has ended. Lines, header count and Host are checked there, exactly. What a
+    header line still in progress holds is inside httptools, where no callback sees it, so
+    the bytes read while a head is unfinished are counted too, and refused over the head
+    limit: a head beginning in the middle of a read is counted from the next read on, so
+    the count never includes another message's bytes, and what a client can make the
+    process hold stays under the limit plus one read.
+    """
 
     _writes: HeldWrites
+
+    def __init__(self, config: Config, server_state: Any, app_state: dict[str, Any],
+                 _loop: asyncio.AbstractEventLoop | None = None) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self._policy = head_policy(config)
+        self._limits = self._policy.limits
+        self._refused: HeadRefused | None = None
+        self._refusal_pending = False
+        self._idle = True  # between messages
+        self._in_head = False  # from a message's first byte to its blank line
+        self._begins = 0  # messages begun on this connection
+        self._head_bytes = 0
+        self._url_bytes = 0
+        self._header_lines = 0
+        self._header_bytes = 0
+        self._host: bytes | None = None
+        self._hosts = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._writes = HeldWrites(transport, self.loop)
 
+    def data_received(self, data: bytes) -> None:
+        if self._refused is not None:
+            return  # refused: what follows is not read
+        self._unset_keepalive_if_required()
+        begins, idle = self._begins, self._idle
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            if self._refused is not None:
+                self._refuse()
+                return
+            msg = "Invalid HTTP request received."
+            self.logger.warning(msg)
+            self.send_400_response(msg)
+            return
+        except httptools.HttpParserUpgrade:
+            if self._should_upgrade():
+                self.handle_websocket_upgrade()
+            else:
+                self._unsupported_upgrade_warning()
+            return
+        if self._in_head:  # a head is unfinished: count what it may hold
+            if self._begins == begins:
+                self._head_bytes += len(data)
+            elif self._begins == begins + 1 and idle:
+                self._head_bytes = len(data)  # it began with this read
+            else:
+                self._head_bytes = 0  # it began inside this read: counted from the next
+            limits = self._limits
+            if self._head_bytes > limits.head:
+                # Mostly a line in progress (what the callbacks have not seen): say so.
+                pending = self._head_bytes - self._url_bytes - self._header_bytes
+                self._refused = (line_too_long(limits) if pending > limits.header_line
+                                 else head_too_large(limits))
+                self._refuse()
+
+    def _stop(self, refused: HeadRefused) -> None:
+        """Refuse the head being parsed: raised inside a parser callback, the error stops
+        the parser and :meth:`data_received` answers."""
+        self._refused = refused
+        raise refused
+
+    def on_message_begin(self) -> None:
+        self._begins += 1
+        self._idle = False
+        self._in_head = True
+        self._head_bytes = self._url_bytes = self._header_lines = self._header_bytes = 0
+        self._hosts = 0
+        self._host = None
+        super().on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        self._url_bytes += len(url)
+        if self._url_bytes > self._limits.request_line:
+            self._stop(request_line_too_long(self._limits))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        limits = self._limits
+        line = len(name) + len(value) + 2
+        self._header_lines += 1
+        self._header_bytes += line + 2
+        if line > limits.header_line:
+            self._stop(line_too_long(limits))
+        if self._header_lines > limits.headers:
+            self._stop(too_many_headers(limits))
+        if self._header_bytes + self._url_bytes > limits.head:
+            self._stop(head_too_large(limits))
+        if len(name) == 4 and name.lower() == b"host":
+            self._hosts += 1
+            if self._hosts > 1:
+                self._stop(host_count_refused(self._hosts))
+            self._host = value
+        super().on_header(name, value)
+
     def on_headers_complete(self) -> None:
+        self._in_head = False
+        if self._hosts == 0 and self.parser.get_http_version() == "1.1":
+            self._stop(host_count_refused(0))
         previous = self.cycle
         super().on_headers_complete()
         if self.cycle is not previous:  # a new request (not a WebSocket upgrade)
             self.cycle.transport = self._writes  # type: ignore[assignment]
+
+    def on_message_complete(self) -> None:
+        self._idle = True
+        super().on_message_complete()
+
+    def _refuse(self) -> None:
+        """Answer the refused head and close; after the answers in flight, if any."""
+        self.transport.pause_reading()  # nothing more is read from this client
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            self._refusal_pending = True  # on_response_complete answers, in order
+            return
+        refused = self._refused
+        assert refused is not None
+        self._writes.flush()
+        self._unset_keepalive_if_required()
+        self.connections.discard(self)
+        answer_and_linger(self.transport, self.loop, self._policy.answer(refused, self._host))
+
+    def on_response_complete(self) -> None:
+        if self._refusal_pending and not self.pipeline:
+            self.server_state.total_requests += 1
+            self._refusal_pending = False
+            self._refuse()
+            return
+        super().on_response_complete()
 
     # Where uvicorn writes to the transport itself, what was held goes first.
     def shutdown(self) -> None:

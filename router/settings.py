@@ -15,6 +15,8 @@ from datetime import timedelta
 from typing import Literal
 from urllib.parse import urlsplit
 
+from router.head_limits import HeadLimits
+
 ENV_PREFIX = "SVCSRV_"
 DEV_SECRET_KEY = "dev-only-secret-key-change-me"  # noqa: S105  (refused in production)
 
@@ -58,6 +60,13 @@ class Settings:
     proxy_max_request_bytes: int = 64 * 1024 * 1024
     proxy_max_response_bytes: int = 256 * 1024 * 1024
     proxy_pool_size: int = 512
+    # Bounds on every request head, on every host and both HTTP paths, and on the response
+    # heads origins send (router/head_limits.py): the request line, one header line, the
+    # whole head, and the number of header lines. Over them: 414/431, connection closed.
+    max_request_line: int = 8 * 1024
+    max_header_line: int = 8 * 1024
+    max_head: int = 32 * 1024
+    max_headers: int = 100
     # Serve the common runtime request (cached open route, no body, small answer) from the
     # HTTP protocol itself, bypassing the ASGI cycle (router/fast_path.py). Off: every
     # request takes the ASGI path; the answers are the same, only slower.
@@ -159,6 +168,7 @@ class Settings:
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
         self._check_processes()
+        self._check_head_limits()
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
             raise SettingsError(f"apps_domain must be a bare domain, not {self.apps_domain!r}")
         if self.runtime_fetch_timeout <= 0 or self.runtime_manifest_max_bytes < 1024:
@@ -174,6 +184,21 @@ class Settings:
         hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",
                                                           "console_url", "docs_url"))
         object.__setattr__(self, "service_hosts", hosts)
+
+    def _check_head_limits(self) -> None:
+        # Below these, ordinary browsers' requests (cookies, long URLs) would be refused.
+        for name, least in (("max_request_line", 256), ("max_header_line", 256),
+                            ("max_headers", 16)):
+            if getattr(self, name) < least:
+                raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least {least}")
+        if self.max_head < max(self.max_request_line, self.max_header_line):
+            raise SettingsError(f"{ENV_PREFIX}MAX_HEAD must be at least "
+                                f"{ENV_PREFIX}MAX_REQUEST_LINE and {ENV_PREFIX}MAX_HEADER_LINE")
+
+    @property
+    def head_limits(self) -> HeadLimits:
+        return HeadLimits(request_line=self.max_request_line, header_line=self.max_header_line,
+                          head=self.max_head, headers=self.max_headers)
 
     def _check_processes(self) -> None:
         if self.processes < 1:
@@ -297,7 +322,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
         values["apps_port"] = int(_number(raw, "APPS_PORT", int)) if raw.strip() else None
     int_fields = ("bind_port", "processes", "proxy_max_request_bytes", "proxy_max_response_bytes",
-                  "proxy_pool_size", "db_workers", "console_session_idle_seconds",
+                  "proxy_pool_size", "max_request_line", "max_header_line", "max_head",
+                  "max_headers", "db_workers", "console_session_idle_seconds",
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",
                   "handoff_ttl_seconds", "chain_confirmations", "settlement_batch_size",

@@ -42,6 +42,7 @@ def make_session(settings: Settings, *, ssl_context: ssl.SSLContext | None = Non
         connect_timeout=settings.proxy_connect_timeout,
         read_timeout=settings.proxy_read_timeout,
         max_idle=settings.proxy_pool_size, resolver=resolver, ssl_context=ssl_context,
+        head_limits=settings.head_limits,
     )
     connector = ProxyConnector(
         upstream, limit=settings.proxy_pool_size, limit_per_host=0, ttl_dns_cache=10,
@@ -50,8 +51,12 @@ def make_session(settings: Settings, *, ssl_context: ssl.SSLContext | None = Non
     )
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=settings.proxy_connect_timeout,
                                     sock_read=settings.proxy_read_timeout)
+    limits = settings.head_limits
     return aiohttp.ClientSession(
         connector=connector, timeout=timeout, auto_decompress=False,
+        # The WebSocket handshake's answer is held to the same head limits as the rest.
+        max_line_size=limits.header_line, max_field_size=limits.header_line,
+        max_headers=limits.headers,
         cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
         skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
         **overrides,

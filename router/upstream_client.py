@@ -23,6 +23,7 @@ import socket
 import ssl
 from collections.abc import AsyncIterable, Awaitable, Callable
 
+from router.head_limits import HeadLimits
 from router.headers import Headers
 from router.origin import CheckedResolver, Origin, OriginAddressRefused
 from router.origin_connection import (
@@ -98,8 +99,10 @@ class UpstreamClient:
     """Pools of keep-alive connections to origins; call inside the running loop."""
 
     def __init__(self, *, connect_timeout: float, read_timeout: float, max_idle: int,
-                 resolver: CheckedResolver, ssl_context: ssl.SSLContext | None = None) -> None:
+                 resolver: CheckedResolver, ssl_context: ssl.SSLContext | None = None,
+                 head_limits: HeadLimits | None = None) -> None:
         self._loop = asyncio.get_running_loop()
+        self._head_limits = head_limits or HeadLimits()
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._max_idle = max_idle
@@ -229,7 +232,7 @@ class UpstreamClient:
         for ip, family in addresses:
             try:
                 _, conn = await self._loop.create_connection(
-                    lambda: OriginConnection(self._loop, self._read_timeout),
+                    lambda: OriginConnection(self._loop, self._read_timeout, self._head_limits),
                     host=ip, port=origin.port, family=family,
                     ssl=self._ssl if origin.tls else None,
                     server_hostname=origin.host if origin.tls else None,

@@ -143,3 +143,17 @@ def test_every_setting_is_read_from_its_variable_and_documented() -> None:
         if f'"{field.name}"' not in source and f'"{field.name.upper()}"' not in source:
             unread.append(field.name)
     assert missing_doc == [] and unread == []
+
+
+def test_head_limits_are_read_and_refused_below_what_browsers_send() -> None:
+    limits = load_settings({"SVCSRV_MAX_REQUEST_LINE": "4096", "SVCSRV_MAX_HEADER_LINE": "16384",
+                            "SVCSRV_MAX_HEAD": "65536", "SVCSRV_MAX_HEADERS": "200"}).head_limits
+    assert (limits.request_line, limits.header_line, limits.head, limits.headers) == (
+        4096, 16384, 65536, 200)
+    assert load_settings({}).head_limits.head == 32 * 1024
+    for name, value in (("MAX_REQUEST_LINE", "100"), ("MAX_HEADER_LINE", "0"),
+                        ("MAX_HEADERS", "3")):
+        with pytest.raises(SettingsError, match=name):
+            load_settings({f"SVCSRV_{name}": value})
+    with pytest.raises(SettingsError, match="MAX_HEAD must be at least"):
+        load_settings({"SVCSRV_MAX_HEAD": "4096"})  # under one 8 KB line
