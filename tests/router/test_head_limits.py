@@ -11,6 +11,8 @@ nothing. Response heads from a hostile origin are held to the same limits.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import os
 import socket
@@ -22,14 +24,17 @@ from contextlib import contextmanager, suppress
 
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
+from websockets.exceptions import InvalidStatus
 
 from router.head_limits import HeadLimits
 from tests.factories import add_app
 from tests.router.origins import RawOrigin
 from tests.router.test_fast_protocol import Answers, body_echo_origin, connect, get, post
+from tests.router.test_proxy_websocket import ws_connect
 from tests.support.router import RouterFactory, RunningRouter
 
 PATHS = ("fast", "asgi", "handed")
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 LIMITS = HeadLimits()
 
 
@@ -385,7 +390,40 @@ def test_an_origin_sending_5000_headers_gets_a_502_and_a_normal_one_passes(
 
 @contextmanager
 def router_for_raw(path: str, start: RouterFactory, sessions: sessionmaker[Session],
-                   origin: RawOrigin) -> Iterator[RunningRouter]:
+                   origin: RawOrigin, **settings: object) -> Iterator[RunningRouter]:
     add_app(sessions, "game", origin.url)
-    with start(proxy_fast_path=path != "asgi") as router:
+    with start(proxy_fast_path=path != "asgi", **settings) as router:
         yield router
+
+
+async def ws_many_headers_origin(origin: RawOrigin, reader: asyncio.StreamReader,
+                                 writer: asyncio.StreamWriter) -> None:
+    """Answers a WebSocket handshake, correctly but with 30 more header lines (10 when the
+    path says ``/few``)."""
+    head = await origin.read_head(reader)
+    key = next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n")
+               if line.lower().startswith(b"sec-websocket-key:"))
+    accept = base64.b64encode(hashlib.sha1(key + WS_GUID).digest())  # noqa: S324 (RFC 6455)
+    count = 10 if b" /few" in head else 30
+    lines = b"".join(b"X-O%d: v\r\n" % i for i in range(count))
+    writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                 b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n"
+                 + lines + b"\r\n")
+    await writer.drain()
+    await asyncio.sleep(2)
+    writer.close()
+
+
+def test_a_websocket_origin_answering_over_the_header_limit_is_refused_like_an_unreachable_one(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session]) -> None:
+    """With ``SVCSRV_MAX_HEADERS=20`` (aiohttp alone would take 128 lines)."""
+    with RawOrigin(ws_many_headers_origin) as origin, \
+            router_for_raw("fast", start_proxy_router, proxy_sessions, origin,
+                           max_headers=20) as router:
+        began = time.monotonic()
+        with pytest.raises(InvalidStatus) as refused, ws_connect(router):
+            pass
+        assert refused.value.response.status_code == 403  # the close before accept
+        assert time.monotonic() - began < 2  # not waiting for the origin to hang up
+        with ws_connect(router, "/few"):
+            pass  # the same handshake under the limits is relayed
