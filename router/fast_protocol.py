@@ -219,12 +219,14 @@ class FastProtocol(asyncio.Protocol):
     def _next(self) -> None:
         """Serve the request at the start of the buffer, if its head is all there."""
         buffer = self._buffer
-        end = buffer.find(b"\r\n\r\n", self._scan.resume_at)
+        scan = self._scan
+        end = buffer.find(b"\r\n\r\n", scan.resume_at) if scan.started else buffer.find(
+            b"\r\n\r\n")
         try:
             if end < 0:
-                self._scan.check(buffer)  # refuses a head growing past the limits
+                scan.check(buffer)  # refuses a head growing past the limits
                 return
-            check_whole(buffer, end + 4, self._scan)
+            check_whole(buffer, end + 4, scan)
         except HeadRefused as refused:
             if refused.malformed:
                 self._hand_over()  # uvicorn answers 400, as for every head that does not parse

@@ -76,16 +76,20 @@ class HeadScan:
     :meth:`check` is given the head so far, from its first byte, each time more arrives.
     """
 
-    __slots__ = ("_lines", "_pos", "limits")
+    __slots__ = ("_lines", "_pos", "limits", "short", "started")
 
     def __init__(self, limits: HeadLimits) -> None:
         self.limits = limits
+        # A head this short has no line over either line limit, nor over the head limit.
+        self.short = min(limits.request_line, limits.header_line, limits.head)
         self._pos = 0  # where the line in progress starts
         self._lines = 0  # complete lines, the request line included
+        self.started = False  # part of a head was checked: resume_at is worth asking
 
     def reset(self) -> None:
         self._pos = 0
         self._lines = 0
+        self.started = False
 
     @property
     def resume_at(self) -> int:
@@ -97,6 +101,7 @@ class HeadScan:
         """The length of the head once its blank line is in ``buffer``; None while more is
         needed. Raises :class:`HeadRefused` as soon as the bytes break a limit."""
         limits = self.limits
+        self.started = True
         pos = self._pos
         while (newline := buffer.find(b"\n", pos)) >= 0:
             if newline == 0 or buffer[newline - 1] != _CR:
@@ -138,13 +143,12 @@ def check_whole(buffer: bytes, end: int, scan: HeadScan) -> None:
     line can be over either. Only a longer head is walked line by line, for the exact
     answer. Resets ``scan`` for the next head.
     """
-    limits = scan.limits
-    scan.reset()
+    if scan.started:
+        scan.reset()
     newlines = buffer.count(b"\n", 0, end)
     if newlines != buffer.count(b"\r\n", 0, end):
         raise HeadRefused(400, "A request line ends in a bare LF.", malformed=True)
-    if (end > min(limits.request_line, limits.header_line, limits.head)
-            or newlines - 2 > limits.headers):
+    if end > scan.short or newlines - 2 > scan.limits.headers:
         # Walked in the order of its bytes: the first rule broken is the one answered, as
         # when the head arrives in pieces.
         found = scan.check(buffer[:end])
