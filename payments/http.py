@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -32,6 +33,23 @@ async def read_json(request: Request, max_bytes: int = MAX_JSON_BYTES) -> dict[s
     if not isinstance(value, dict):
         raise ApiError("invalid_json", 400, "The body must be a JSON object.")
     return value
+
+
+async def json_after_auth(request: Request,
+                          max_bytes: int = MAX_JSON_BYTES) -> Callable[[], dict[str, Any]]:
+    """The request's JSON object, given by the returned function once the caller has
+    authenticated the request: a body that cannot be read is refused only then, so a
+    missing or wrong key is answered 401 whatever the body, and nothing about what the
+    endpoint expects is told to a caller who may not use it."""
+    try:
+        body = await read_json(request, max_bytes)
+    except ApiError as error:
+        refused = error
+
+        def refuse() -> dict[str, Any]:
+            raise refused
+        return refuse
+    return lambda: body
 
 
 def field_str(body: dict[str, Any], name: str, *, required: bool = True, max_length: int = 500,

@@ -18,7 +18,7 @@ from starlette.routing import Route
 from payments.dbapi import Compiled
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
-from payments.http import atomic_amount, field_str, read_json, required_str
+from payments.http import atomic_amount, field_str, json_after_auth, read_json, required_str
 from payments.ids import charge_id
 from payments.ledger import codes, idempotency
 from payments.ledger.authorizations import active_authorization, current_authorization, remaining
@@ -193,18 +193,19 @@ class PaymentRoutes:
 
     async def create_order(self, request: Request) -> Response:
         secret = presented_key(request)
-        body = await read_json(request)
-        product_id = required_str(body, "productId", 48)
-        developer_user_id = required_str(body, "developerUserId", 200)
-        key = idempotency.check_key(body.get("idempotencyKey"))
-        raw_amount = body.get("amountAtomic")
-        amount = None if raw_amount is None else atomic_amount(raw_amount, "amountAtomic")
-        request_hash = idempotency.fingerprint({"productId": product_id, "amount": amount,
-                                                "developerUserId": developer_user_id})
+        read_body = await json_after_auth(request)
         now = self.s.clock()
 
         def work(session: Session) -> tuple[int, dict[str, Any]]:
             api_key = authorized_key(session, secret, "orders:create", now)
+            body = read_body()
+            product_id = required_str(body, "productId", 48)
+            developer_user_id = required_str(body, "developerUserId", 200)
+            key = idempotency.check_key(body.get("idempotencyKey"))
+            raw_amount = body.get("amountAtomic")
+            amount = None if raw_amount is None else atomic_amount(raw_amount, "amountAtomic")
+            request_hash = idempotency.fingerprint({"productId": product_id, "amount": amount,
+                                                    "developerUserId": developer_user_id})
             product = session.get(Product, product_id)
             app = require_app_access(api_key, session.get(App, product.app_id)
                                      if product else None, "product")
@@ -297,17 +298,19 @@ class PaymentRoutes:
 
     async def handoff(self, request: Request) -> Response:
         secret = presented_key(request)
-        body = await read_json(request)
-        slug = required_str(body, "appSlug", 63)
-        merchant_user_id = required_str(body, "merchantUserId", 200)
-        label = field_str(body, "gameAccountLabel", required=False, max_length=120, default="")
-        field_str(body, "emailHint", required=False, max_length=254)
-        wallet_hint = field_str(body, "walletHint", required=False, max_length=42)
-        return_url = required_str(body, "returnUrl", 2048)
+        read_body = await json_after_auth(request)
         now = self.s.clock()
 
         def work(session: Session) -> dict[str, Any]:
             api_key = authorized_key(session, secret, "connections:create", now)
+            body = read_body()
+            slug = required_str(body, "appSlug", 63)
+            merchant_user_id = required_str(body, "merchantUserId", 200)
+            label = field_str(body, "gameAccountLabel", required=False, max_length=120,
+                              default="")
+            field_str(body, "emailHint", required=False, max_length=254)
+            wallet_hint = field_str(body, "walletHint", required=False, max_length=42)
+            return_url = required_str(body, "returnUrl", 2048)
             app = require_app_access(api_key, app_by_slug(session, slug), "app")
             target = check_return_url(
                 return_url, slug=app.slug, portal_url=self.c.portal_url,
@@ -359,19 +362,21 @@ class PaymentRoutes:
 
     async def trusted_charge(self, request: Request) -> Response:
         secret = presented_key(request)
-        body = await read_json(request)
-        product_id = required_str(body, "productId", 48)
-        connection_id = required_str(body, "accountConnectionId", 48)
-        key = idempotency.check_key(body.get("idempotencyKey"))
-        developer_user_id = field_str(body, "developerUserId", required=False, max_length=200)
-        order_id = field_str(body, "orderId", required=False, max_length=48)
-        request_hash = idempotency.fingerprint({"productId": product_id, "orderId": order_id,
-                                                "accountConnectionId": connection_id,
-                                                "developerUserId": developer_user_id})
+        read_body = await json_after_auth(request)
         now = self.s.clock()
 
         def work(session: Session) -> tuple[int, dict[str, Any]]:
             api_key = authorized_key(session, secret, "charges:create", now)
+            body = read_body()
+            product_id = required_str(body, "productId", 48)
+            connection_id = required_str(body, "accountConnectionId", 48)
+            key = idempotency.check_key(body.get("idempotencyKey"))
+            developer_user_id = field_str(body, "developerUserId", required=False,
+                                          max_length=200)
+            order_id = field_str(body, "orderId", required=False, max_length=48)
+            request_hash = idempotency.fingerprint({
+                "productId": product_id, "orderId": order_id,
+                "accountConnectionId": connection_id, "developerUserId": developer_user_id})
             product = session.get(Product, product_id)
             app = require_app_access(api_key, session.get(App, product.app_id)
                                      if product else None, "product")

@@ -479,7 +479,7 @@ def test_lookups_refuse_bad_ids(world: PayWorld) -> None:
 
 def test_deeply_nested_json_is_a_400(world: PayWorld) -> None:
     nested = b"[" * 30_000 + b"]" * 30_000  # under 64 KB
-    with world.api() as api:
+    with world.keyed() as api:
         response = api.post("/api/orders", content=nested,
                             headers={"content-type": "application/json"})
     assert problem_with(response, Case("nested", lambda c: response, 400)) is None
@@ -541,3 +541,24 @@ def test_a_delivery_key_is_never_reused_across_payment_paths(world: PayWorld) ->
                           "same-key")
         assert other.status_code == 409
         assert other.json()["code"] == "IDEMPOTENCY_KEY_REUSED"
+
+
+def test_a_missing_or_wrong_key_is_refused_before_the_body_is_judged(world: PayWorld) -> None:
+    """401 whatever the body: a caller without a valid key learns nothing of the fields an
+    endpoint expects, and gets the error they can act on."""
+    bodies: list[tuple[str, Send]] = []
+    for path in ("/api/orders", "/api/account-handoffs", "/api/charges"):
+        bodies += [(f"{path} empty JSON", post_json(path, {})),
+                   (f"{path} wrong types", post_json(path, {"productId": 5, "appSlug": []})),
+                   (f"{path} not JSON", post_raw(path, b"{", "application/json")),
+                   (f"{path} text/plain", post_raw(path, b"hello", "text/plain")),
+                   (f"{path} over 64 KB", post_raw(path, b'{"p": "' + b"x" * OVER_64_KB
+                                                   + b'"}'))]
+    cases = [Case(f"{who}: {name}", send, 401, "valid_api_key_required")
+             for name, send in bodies for who in ("no key", "wrong key")]
+    with world.api() as anonymous, world.api(authorization="Bearer zpk_" + "0" * 40) as wrong:
+        failures = [f"{case.name}: {problem}" for case in cases
+                    if (problem := problem_with(case.send(
+                        anonymous if case.name.startswith("no key") else wrong), case))]
+    assert not failures, "\n".join(failures)
+    assert count(world, Order) == 0 and count(world, Charge) == 0
