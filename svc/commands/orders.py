@@ -15,6 +15,7 @@ from typing import Any
 
 from svc.amounts import AmountError, parse_atomic, usd_to_atomic
 from svc.backend import BackendClient
+from svc.client import ApiFailure
 from svc.commands.grant import signed_in
 from svc.commands.target import app_of, app_option, app_path
 from svc.env_file import read_env_file
@@ -58,7 +59,10 @@ def create_order(args: argparse.Namespace, out: Output) -> int:
         body["amountAtomic"] = amount
     body["productId"], api_url = _product_id(args)
     with BackendClient(api_url, api_key) as backend:
-        result = backend.create_order(body)
+        try:
+            result = backend.create_order(body)
+        except ApiFailure as answer:
+            raise _key_failure(answer) or answer from None
     order = result["order"]
     out.emit({**result, "idempotencyKey": body["idempotencyKey"]}, [
         f"Created order {order['id']} ({order['status']}): {order['amountAtomic']} atomic",
@@ -78,6 +82,17 @@ def _api_key(env_file: Path | None) -> str:
         raise usage(f"{KEY_VARIABLE} in {where} is not a zpk_ secret (a masked preview "
                     "never works); use the secret `svc keys create` showed once.")
     return key
+
+
+def _key_failure(answer: ApiFailure) -> CliError | None:
+    """The key's refusals in the key's terms: a CLI sign-in would not help here."""
+    if answer.code == "valid_api_key_required":
+        return CliError(f"{answer.message} Check {KEY_VARIABLE}: it must be a live, unrevoked "
+                        "zpk_ secret of this app.", ExitCode.SIGN_IN, code=answer.code)
+    if answer.code == "api_key_scope_missing":
+        return CliError(f"{answer.message} Create a key that has it.", ExitCode.SCOPE,
+                        code=answer.code, command="svc keys create --scopes orders:create")
+    return None
 
 
 def _amount(usd: str | None, atomic: str | None) -> str | None:
