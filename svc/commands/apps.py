@@ -9,6 +9,7 @@ Flags win over ``svc.toml`` (``app_slug``, ``entry_url``, ``pay_to``) for ``crea
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,7 @@ def upsert_app(args: argparse.Namespace, out: Output) -> int:
             "updated": f"Updated {', '.join(changed)} of {slug}.",
             "unchanged": f"{slug} already matches; nothing changed."}[action]
     out.emit({"app": app, "action": action, "changed": changed},
-             [text, *(_review_note(dict.fromkeys(changed)) if action == "updated" else [])])
+             [text, *(_review_note(changed) if action == "updated" else [])])
     return ExitCode.OK
 
 
@@ -174,7 +175,7 @@ def _create(client: DeveloperClient, wanted: dict[str, Any]) -> dict[str, Any]:
     return created
 
 
-def _review_note(changed: dict[str, Any]) -> list[str]:
+def _review_note(changed: Iterable[str]) -> list[str]:
     return (["payTo changed: the portal-backing and listing review starts again."]
             if "payTo" in changed else [])
 

@@ -115,8 +115,11 @@ def pull_keys(args: argparse.Namespace, out: Output) -> int:
     client, slug = client_for_app(args)
     with client:
         keys: list[dict[str, Any]] = client.keys(slug)["keys"]
-    target.write_text(masked_guidance(slug, keys), encoding="utf-8")
-    os.chmod(target, 0o600)
+    # 0600 from the start: the file holds no secret, but it is where one will be pasted.
+    handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        file.write(masked_guidance(slug, keys))
+    os.chmod(target, 0o600)  # an existing file (--force) keeps its mode otherwise
     out.emit({"app": slug, "path": str(target), "keys": keys, "usable": False},
              [f"Wrote {target}: masked previews of {len(keys)} key(s) and where to get a real "
               "one. Masked keys do not work as keys."])
