@@ -197,9 +197,12 @@ def test_products_create_update_diff_and_upsert(world: World) -> None:
 
 def test_keys_create_update_revoke_and_pull(world: World) -> None:
     signed_in(world, "apps:read,keys:create")
-    created = ok(world, "keys", "create", "--label", "backend", "--scopes",
-                 "orders:create,orders:read")
+    as_json = run(world, "keys", "create", "--label", "backend", "--scopes",
+                  "orders:create,orders:read", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    created = json.loads(as_json.stdout)
     secret, key = created["secret"], created["key"]
+    assert as_json.stdout.count(secret) == 1 and secret not in as_json.stderr
     assert secret.startswith("zpk_test_") and key["preview"] == f"zpk_test_…{secret[-4:]}"
     assert (key["label"], key["scopes"]) == ("backend", ["orders:create", "orders:read"])
 
