@@ -12,7 +12,18 @@ from collections.abc import Callable
 
 from svc import __version__
 from svc.client import ApiFailure, ServiceUnreachable
-from svc.commands import apps, auth, runtime, webhooks
+from svc.commands import (
+    apps,
+    auth,
+    doctor,
+    export,
+    keys,
+    orders,
+    price,
+    products,
+    runtime,
+    webhooks,
+)
 from svc.errors import CliError, ExitCode, for_api_failure
 from svc.output import Output
 from svc.ttl import parse_ttl
@@ -57,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--api-url", metavar="URL",
                         help="the API origin (else SVC_API_URL, svc.toml api_url, the grant's)")
     _auth_commands(groups, common)
-    _app_commands(groups, common)
+    for group in (apps, products, orders, price, keys, export, doctor):
+        group.register(groups, common)
     _runtime_commands(groups, common)
     _webhook_commands(groups, common)
     return parser
@@ -83,21 +95,6 @@ def _auth_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],
                             ("revoke", auth.revoke, "revoke the grant and forget it"),
                             ("logout", auth.logout, "forget the grant (revoking it if possible)")):
         commands.add_parser(name, parents=[common], help=text).set_defaults(run=run)
-
-
-def _app_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],
-                  common: argparse.ArgumentParser) -> None:
-    target = argparse.ArgumentParser(add_help=False)
-    target.add_argument("--app", metavar="SLUG", help="app slug (else svc.toml, the grant's)")
-    app = groups.add_parser("app", help="the app").add_subparsers(metavar="COMMAND",
-                                                                  required=True)
-    app.add_parser("show", parents=[common, target],
-                   help="show the app (needs apps:read)").set_defaults(run=apps.show_app)
-    keys = groups.add_parser("keys", help="backend API keys").add_subparsers(
-        metavar="COMMAND", required=True)
-    keys.add_parser("list", parents=[common, target],
-                    help="list the app's API keys (needs apps:read)").set_defaults(
-        run=apps.list_keys)
 
 
 def _runtime_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],

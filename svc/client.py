@@ -62,7 +62,7 @@ class DeveloperClient:
         except httpx.TransportError as exc:
             raise ServiceUnreachable(f"Could not reach {self.api_url}: {exc or type(exc).__name__}"
                                      ) from exc
-        return _decode(response)
+        return decode_answer(response)
 
     # Sign-in (device authorization, spec 5.3)
 
@@ -94,7 +94,7 @@ def _segment(value: str) -> str:
     return quote(value, safe="")
 
 
-def _decode(response: httpx.Response) -> dict[str, Any]:
+def decode_answer(response: httpx.Response) -> dict[str, Any]:
     try:
         body = response.json()
     except ValueError:

@@ -20,10 +20,25 @@ PROJECT_FILE = "svc.toml"
 
 @dataclass(frozen=True)
 class Project:
-    """The fields of ``svc.toml`` the CLI uses so far; absent ones are ``None``."""
+    """The fields of ``svc.toml`` (spec 2.9); absent ones are ``None``.
+
+    ``path`` is the file read, when there was one: the products file is relative to it.
+    """
 
     api_url: str | None = None
     app: str | None = None
+    entry_url: str | None = None
+    pay_to: str | None = None
+    webhook_url: str | None = None
+    products_file: str | None = None
+    runtime_origin: str | None = None
+    path: Path | None = None
+
+    def products_path(self) -> Path | None:
+        if self.products_file is None:
+            return None
+        base = self.path.parent if self.path is not None else Path.cwd()
+        return base / self.products_file
 
 
 def read_project(directory: Path) -> Project:
@@ -35,8 +50,15 @@ def read_project(directory: Path) -> Project:
         return Project()
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise usage(f"{path} is not readable TOML: {exc}") from exc
+    runtime = data.get("runtime", {})
+    if not isinstance(runtime, dict):
+        raise usage(f"{path}: [runtime] must be a table")
     return Project(api_url=_text(data, "api_url", path),
-                   app=_text(data, "app_slug", path) or _text(data, "app", path))
+                   app=_text(data, "app_slug", path) or _text(data, "app", path),
+                   entry_url=_text(data, "entry_url", path), pay_to=_text(data, "pay_to", path),
+                   webhook_url=_text(data, "webhook_url", path),
+                   products_file=_text(data, "products_file", path),
+                   runtime_origin=_text(runtime, "origin", path), path=path)
 
 
 def _text(data: dict[str, Any], key: str, path: Path) -> str | None:

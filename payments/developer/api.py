@@ -20,7 +20,7 @@ from payments.apps import set_pay_to
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal, credentials, run_as
-from payments.developer.keys import create_key, revoke_key
+from payments.developer.keys import create_key, revoke_key, update_key
 from payments.developer.models import ApiKey, CliGrant
 from payments.developer.services import DeveloperServices
 from payments.developer.views import app_view, grant_view, key_view
@@ -67,6 +67,7 @@ class DeveloperApi:
                   methods=["PATCH"]),
             Route(f"{p}/apps/{{app}}/keys", self.list_keys, methods=["GET"]),
             Route(f"{p}/apps/{{app}}/keys", self.create_key, methods=["POST"]),
+            Route(f"{p}/apps/{{app}}/keys/{{key}}", self.update_key, methods=["PATCH"]),
             Route(f"{p}/apps/{{app}}/keys/{{key}}/revoke", self.revoke_key, methods=["POST"]),
             Route(f"{p}/cli/auth-requests", self.start_cli_request, methods=["POST"]),
             Route(f"{p}/cli/token", self.redeem_cli_request, methods=["POST"]),
@@ -237,15 +238,26 @@ class DeveloperApi:
         return JSONResponse(await self._as(request, work, self.s.limits.key_management),
                             status_code=201, headers={"cache-control": "no-store"})
 
+    async def update_key(self, request: Request) -> Response:
+        ref, key_id = request.path_params["app"], request.path_params["key"]
+        body = await read_json(request)
+        label = field_str(body, "label", required=False, max_length=120)
+        scopes = field_str_list(body, "scopes")
+        if label is None and scopes is None:
+            raise ApiError("missing_field", 422, "Send 'label' and/or 'scopes' to change.")
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            key = _app_key(session, who.app(session, ref, "keys:create"), key_id)
+            update_key(key, label=label, scopes=scopes)
+            session.flush()
+            return {"key": key_view(key)}
+        return JSONResponse(await self._as(request, work, self.s.limits.key_management))
+
     async def revoke_key(self, request: Request) -> Response:
         ref, key_id = request.path_params["app"], request.path_params["key"]
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
-            app = who.app(session, ref, "keys:create")
-            key = session.scalar(select(ApiKey).where(ApiKey.id == key_id,
-                                                      ApiKey.app_id == app.id))
-            if key is None:
-                raise ApiError("key_not_found", 404, f"No API key '{key_id}' on this app.")
+            key = _app_key(session, who.app(session, ref, "keys:create"), key_id)
             revoke_key(key, self.s.clock())
             return {"key": key_view(key)}
         return JSONResponse(await self._as(request, work, self.s.limits.key_management))
@@ -321,6 +333,13 @@ class DeveloperApi:
             raise ApiError("developer_grant_required", 400, "Send the CLI grant to inspect or "
                            "revoke it.")
         return who.grant
+
+
+def _app_key(session: Session, app: App, key_id: str) -> ApiKey:
+    key = session.scalar(select(ApiKey).where(ApiKey.id == key_id, ApiKey.app_id == app.id))
+    if key is None:
+        raise ApiError("key_not_found", 404, f"No API key '{key_id}' on this app.")
+    return key
 
 
 def answer_cli_request(session: Session, who: Principal, code: str, decision: str,

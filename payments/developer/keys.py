@@ -81,6 +81,20 @@ def require_key_scope(key: ApiKey, scope: str) -> None:
                        scope=scope)
 
 
+def update_key(key: ApiKey, *, label: str | None, scopes: list[str] | None) -> None:
+    """Change what a key is called and what it may do; its secret stays the same."""
+    if key.revoked_at is not None:
+        raise ApiError("key_revoked", 409, "This API key is revoked; create a new one.")
+    if label is not None:
+        label = label.strip()
+        if len(label) > 120:
+            raise ApiError("invalid_label", 422, "Labels are at most 120 characters.")
+        key.label = label
+    if scopes is not None:
+        # An explicit list is required here too: emptying it would make a legacy key.
+        key.scopes = check_key_scopes(scopes)
+
+
 def revoke_key(key: ApiKey, now: datetime) -> None:
     if key.revoked_at is None:
         key.revoked_at = now

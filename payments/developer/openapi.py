@@ -78,6 +78,13 @@ def developer_paths() -> dict[str, Any]:
                         scope="keys:create", status="201",
                         body=_obj(label=STR, scopes=STRS, environment=STR)),
         },
+        f"{p}/apps/{{app}}/keys/{{key}}": {
+            "parameters": [APP_REF, {"name": "key", "in": "path", "required": True,
+                                     "schema": STR}],
+            "patch": _op("Change a key's label and/or scopes (an explicit, non-empty list); "
+                         "the secret is unchanged and never returned.", scope="keys:create",
+                         body=_obj(label=STR, scopes=STRS)),
+        },
         f"{p}/apps/{{app}}/keys/{{key}}/revoke": {
             "parameters": [APP_REF, {"name": "key", "in": "path", "required": True,
                                      "schema": STR}],

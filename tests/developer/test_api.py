@@ -15,6 +15,7 @@ from payments.db import transaction, utcnow
 from payments.developer import grants
 from payments.developer.keys import key_for_secret, require_key_scope
 from payments.developer.models import ApiKey, CliGrant, OperatorNotification
+from payments.developer.tokens import token_hash
 from payments.errors import ApiError
 from payments.models import App, PayToStatus
 from tests.factories import add_developer, add_owned_app, open_console_session
@@ -167,6 +168,40 @@ def test_api_keys_secret_shown_once(world: World) -> None:
     with world.sessions() as session, pytest.raises(ApiError) as caught:
         key_for_secret(session, secret)
     assert caught.value.code == "valid_api_key_required"
+
+
+def test_api_key_label_and_scopes_change_but_not_the_secret(world: World) -> None:
+    reader = world.grant("game", ["apps:read"])
+    token = world.grant("game", ["apps:read", "keys:create"])
+    with world.api(token) as api:
+        created = api.post("/api/developer/apps/game/keys", json={"label": "old"}).json()
+        key_id, secret = created["key"]["id"], created["secret"]
+        path = f"/api/developer/apps/game/keys/{key_id}"
+        changed = api.patch(path, json={"label": " backend ", "scopes": [
+            "charges:create", "orders:create", "orders:create"]})
+        assert changed.status_code == 200, changed.text
+        key = changed.json()["key"]
+        assert (key["label"], key["scopes"]) == ("backend", ["orders:create", "charges:create"])
+        assert secret not in changed.text and "secret" not in changed.json()
+        relabelled = api.patch(path, json={"label": "renamed"}).json()["key"]
+        assert relabelled["scopes"] == ["orders:create", "charges:create"]
+        for body, code in (({}, "missing_field"), ({"scopes": []}, "invalid_scope"),
+                           ({"scopes": ["settle"]}, "invalid_scope"),
+                           ({"label": "x" * 121}, "invalid_field")):
+            refused = api.patch(path, json=body)
+            assert (refused.status_code, refused.json()["code"]) == (422, code), body
+        assert api.patch("/api/developer/apps/game/keys/zkey_nope",
+                         json={"label": "x"}).json()["code"] == "key_not_found"
+        api.post(f"{path}/revoke")
+        gone = api.patch(path, json={"label": "again"})
+        assert (gone.status_code, gone.json()["code"]) == (409, "key_revoked")
+    with world.api(reader) as api:
+        assert api.patch(path, json={"label": "x"}).json()["code"] == \
+            "developer_cli_scope_missing"
+    with world.sessions() as session:
+        stored = session.get(ApiKey, key_id)
+        assert stored is not None and stored.label == "renamed"
+        assert stored.secret_hash == token_hash(secret)  # the same secret, still hashed
 
 
 def test_console_session_creates_app_and_notifies_operators(world: World) -> None:

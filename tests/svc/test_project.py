@@ -47,12 +47,23 @@ def test_svc_toml(tmp_path: Path) -> None:
     (tmp_path / "svc.toml").write_text('api_url = "http://api.example:9"\napp = "legacy"\n'
                                        'entry_url = "https://game.example"\n'
                                        '[runtime]\norigin = "https://game.example"\n')
-    assert read_project(tmp_path) == Project("http://api.example:9", "legacy")
-    (tmp_path / "svc.toml").write_text('app_slug = "game"\napp = "legacy"\n')
-    assert read_project(tmp_path) == Project(None, "game")
+    path = tmp_path / "svc.toml"
+    assert read_project(tmp_path) == Project("http://api.example:9", "legacy",
+                                             entry_url="https://game.example",
+                                             runtime_origin="https://game.example", path=path)
+    path.write_text('app_slug = "game"\napp = "legacy"\npay_to = "0xabc"\n'
+                    'webhook_url = "https://game.example/hook"\n'
+                    'products_file = "config/products.json"\n')
+    project = read_project(tmp_path)
+    assert project == Project(None, "game", pay_to="0xabc",
+                              webhook_url="https://game.example/hook",
+                              products_file="config/products.json", path=path)
+    assert project.products_path() == tmp_path / "config" / "products.json"
 
 
-@pytest.mark.parametrize("text", ["api_url = ", "app_slug = 3", 'app_slug = "  "'])
+@pytest.mark.parametrize("text", ["api_url = ", "app_slug = 3", 'app_slug = "  "',
+                                  "runtime = 1", "[runtime]\norigin = 5",
+                                  "products_file = []"])
 def test_bad_svc_toml_is_a_usage_error(tmp_path: Path, text: str) -> None:
     (tmp_path / "svc.toml").write_text(text + "\n")
     with pytest.raises(CliError) as caught:

@@ -1,0 +1,181 @@
+"""``svc product list|diff|upsert|update|create`` (spec 2.3, 4.10).
+
+Prices: ``--price`` takes USD (``0.05``, converted exactly to 50000 atomic units) and
+``--price-atomic`` takes atomic units; the service only ever receives integer strings.
+``diff`` and ``upsert --file`` read the products file (``--file``, else ``products_file``
+in ``svc.toml``); ``upsert`` creates and changes, and never removes a product.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from svc.amounts import AmountError, atomic_to_usd, parse_atomic, usd_to_atomic
+from svc.client import DeveloperClient
+from svc.commands.target import app_option, app_path, client_for_app, segment
+from svc.errors import ExitCode, usage
+from svc.output import Output
+from svc.product_plan import Change, change_lines, load_products, normalized, plan
+from svc.project import read_project
+
+
+def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
+             common: argparse.ArgumentParser) -> None:
+    target = app_option()
+    source = argparse.ArgumentParser(add_help=False)
+    source.add_argument("--file", type=Path, metavar="FILE",
+                        help="products JSON (else products_file in svc.toml)")
+    fields = argparse.ArgumentParser(add_help=False)
+    fields.add_argument("--name")
+    fields.add_argument("--sku", help="the match key (default: the slug)")
+    prices = fields.add_mutually_exclusive_group()
+    prices.add_argument("--price", metavar="USD", help="price in USD, e.g. 0.05 (6 decimals)")
+    prices.add_argument("--price-atomic", metavar="N", help="price in atomic units, e.g. 50000")
+    fields.add_argument("--risk-mode", choices=["optimistic", "settled_first"])
+    fields.add_argument("--status", choices=["active", "disabled"])
+    commands = groups.add_parser("product", help="the app's products").add_subparsers(
+        metavar="COMMAND", required=True)
+    commands.add_parser("list", parents=[common, target],
+                        help="list products (needs apps:read)").set_defaults(run=list_products)
+    commands.add_parser("diff", parents=[common, target, source],
+                        help="compare the products file with the service: + new, ~ changed, "
+                        "- only on the service (needs apps:read)").set_defaults(run=diff)
+    upsert = commands.add_parser(
+        "upsert", parents=[common, target, source, fields],
+        help="create or change products from the file, or the one --product names "
+        "(needs apps:read, products:write)")
+    upsert.add_argument("--product", metavar="SLUG", help="one product from flags")
+    upsert.set_defaults(run=upsert_products)
+    create = commands.add_parser("create", parents=[common, target, fields],
+                                 help="create a product (needs products:write)")
+    create.add_argument("--product", metavar="SLUG", help="the new product's slug")
+    create.add_argument("--template", help="zent, retry_continue, unlock_level, "
+                        "generate_once, export_download, tip_creator")
+    create.set_defaults(run=create_product)
+    update = commands.add_parser("update", parents=[common, target, fields],
+                                 help="change a product (needs products:write)")
+    update.add_argument("--product", metavar="SLUG_OR_ID", required=True)
+    update.add_argument("--slug", help="a new slug")
+    update.set_defaults(run=update_product)
+
+
+def list_products(args: argparse.Namespace, out: Output) -> int:
+    client, slug = client_for_app(args)
+    with client:
+        products = _products(client, slug)
+    out.emit({"app": slug, "products": products}, [product_line(p) for p in products]
+             or [f"No products on {slug}."])
+    return ExitCode.OK
+
+
+def diff(args: argparse.Namespace, out: Output) -> int:
+    wanted = load_products(_products_file(args))
+    client, slug = client_for_app(args)
+    with client:
+        changes = plan(wanted, _products(client, slug))
+    out.emit({"app": slug, "inSync": not changes, "changes": [c.as_json() for c in changes]},
+             change_lines(changes) or [f"{slug}: the service matches the file."])
+    return ExitCode.OK
+
+
+def upsert_products(args: argparse.Namespace, out: Output) -> int:
+    if args.product:
+        wanted = [normalized({"slug": args.product, **_flag_fields(args)}, "--product")]
+    else:
+        wanted = load_products(_products_file(args))
+    client, slug = client_for_app(args)
+    applied: list[Change] = []
+    with client:
+        changes = plan(wanted, _products(client, slug))
+        if args.product:  # one product named: the others are not this command's business
+            changes = [c for c in changes if c.kind != "-"]
+        for change in changes:
+            if change.kind == "+":
+                client.call("POST", app_path(slug, "products"), change.product)
+            elif change.kind == "~":
+                body = {name: wanted_value for name, (_, wanted_value) in change.fields.items()}
+                client.call("PATCH", app_path(slug, f"products/{segment(change.product['id'])}"),
+                            body)
+            else:
+                continue
+            applied.append(change)
+    kept = [c for c in changes if c.kind == "-"]
+    out.emit({"app": slug, "applied": [c.as_json() for c in applied],
+              "untouched": [c.as_json() for c in kept]},
+             [*change_lines(changes),
+              f"{len(applied)} change(s) applied." if applied else
+              f"{slug}: products already match; nothing changed."])
+    return ExitCode.OK
+
+
+def create_product(args: argparse.Namespace, out: Output) -> int:
+    body = _flag_fields(args)
+    if args.product:
+        body["slug"] = args.product
+    if args.template:
+        body["template"] = args.template
+    if not args.template and not ({"slug", "name", "priceAtomic"} <= set(body)):
+        raise usage("A product needs --product SLUG, --name and --price (or --price-atomic), "
+                    "or a --template.")
+    client, slug = client_for_app(args)
+    with client:
+        product = client.call("POST", app_path(slug, "products"), body)["product"]
+    out.emit({"app": slug, "product": product}, [f"Created {product_line(product)}",
+                                                 f"  payment route: {product['paymentRoute']}"])
+    return ExitCode.OK
+
+
+def update_product(args: argparse.Namespace, out: Output) -> int:
+    body = _flag_fields(args)
+    if args.slug:
+        body["slug"] = args.slug
+    if not body:
+        raise usage("Nothing to change: give --name, --slug, --sku, --price, --price-atomic, "
+                    "--risk-mode or --status.")
+    client, slug = client_for_app(args)
+    with client:
+        product = client.call("PATCH", app_path(slug, f"products/{segment(args.product)}"),
+                              body)["product"]
+    out.emit({"app": slug, "product": product, "changed": sorted(body)},
+             [f"Updated {product_line(product)}"])
+    return ExitCode.OK
+
+
+def product_line(product: dict[str, Any]) -> str:
+    price = int(product["priceAtomic"])
+    return (f"{product['slug']}  sku {product['sku']}  {product['name']}  "
+            f"{atomic_to_usd(price)} USD ({price} atomic)  {product['pricing']}  "
+            f"{product['status']}")
+
+
+def price_atomic(usd: str | None, atomic: str | None) -> str | None:
+    """The ``--price`` / ``--price-atomic`` flag as an integer string, or ``None``."""
+    try:
+        if usd is not None:
+            return str(usd_to_atomic(usd))
+        if atomic is not None:
+            return str(parse_atomic(atomic))
+    except AmountError as exc:
+        raise usage(str(exc)) from exc
+    return None
+
+
+def _flag_fields(args: argparse.Namespace) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": args.name, "sku": args.sku, "riskMode": args.risk_mode,
+                            "status": args.status,
+                            "priceAtomic": price_atomic(args.price, args.price_atomic)}
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def _products(client: DeveloperClient, slug: str) -> list[dict[str, Any]]:
+    products: list[dict[str, Any]] = client.call("GET", app_path(slug, "products"))["products"]
+    return products
+
+
+def _products_file(args: argparse.Namespace) -> Path:
+    path: Path | None = args.file or read_project(Path.cwd()).products_path()
+    if path is None:
+        raise usage("Which products file? Pass --file FILE or set products_file in svc.toml.")
+    return path
