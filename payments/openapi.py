@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from payments.config import openapi as config
 from payments.developer.openapi import SECURITY_SCHEMES, developer_paths
 from payments.ledger import openapi as ledger
 from payments.portal import openapi as portal
@@ -47,6 +48,7 @@ def openapi_document(base_url: str, portal_url: str | None = None, *,
         "components": {
             "schemas": {"Error": ERROR, **ledger.COMPONENT_SCHEMAS, **runtime.COMPONENT_SCHEMAS,
                         **webhooks.COMPONENT_SCHEMAS, **portal.COMPONENT_SCHEMAS,
+                        **config.COMPONENT_SCHEMAS,
                         "WebhookEvent": ledger.webhook_event_schema()},
             "responses": {"Error": {"description": "an error in the envelope", "content": {
                 "application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}},
@@ -66,6 +68,7 @@ def openapi_document(base_url: str, portal_url: str | None = None, *,
                 },
             }},
             **developer_paths(),
+            **config.config_paths(),
             **runtime.runtime_paths(),
             **webhooks.webhook_paths(),
             **ledger.ledger_paths(),

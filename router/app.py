@@ -25,6 +25,7 @@ from manifest.fetch import FetchLimits, OriginClient
 from manifest.url_policy import DnsResolver, UrlPolicy
 from payments import migrate
 from payments.chain.params import ChainParams, in_process_params
+from payments.config.api import ConfigApi
 from payments.db import make_engine, make_sessionmaker
 from payments.developer.api import DeveloperApi
 from payments.developer.passwords import Passwords
@@ -259,6 +260,8 @@ def _api_host(settings: Settings, resources: Resources, developer: DeveloperServ
         *RuntimeApi(runtime, accept_session=False).routes(),
         *WebhookApi(webhook_services(settings, developer, chain_params(settings)),
                     accept_session=False).routes(),
+        *ConfigApi(webhook_services(settings, developer, chain_params(settings)),
+                   settings.runtime_url, runtime.publish, accept_session=False).routes(),
         *AuthorizationRoutes(developer, config, cors).routes(),
         *PaymentRoutes(developer, config, cors).routes(),
     ], exception_handlers=EXCEPTION_HANDLERS)
@@ -281,6 +284,10 @@ def _console_host(settings: Settings, developer: DeveloperServices,
                              *WebhookApi(webhook_services(settings, developer,
                                                           chain_params(settings)),
                                          accept_session=True).routes(),
+                             *ConfigApi(webhook_services(settings, developer,
+                                                         chain_params(settings)),
+                                        settings.runtime_url, runtime.publish,
+                                        accept_session=True).routes(),
                              *lookups.routes()],
                      exception_handlers=EXCEPTION_HANDLERS)
 

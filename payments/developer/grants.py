@@ -21,7 +21,7 @@ from payments.models import App
 from payments.slugs import is_valid_slug
 
 CLI_SCOPES = ("apps:read", "apps:write", "products:write", "webhooks:write", "runtime:write",
-              "keys:create")
+              "keys:create", "config:read", "config:write")
 DEFAULT_SCOPES = ("apps:read",)
 DEFAULT_TTL = timedelta(hours=2)
 MAX_TTL = timedelta(days=30)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from alembic import context
 
 from payments import models  # noqa: F401  (registers the tables on Base.metadata)
+from payments.config import models as config_models  # noqa: F401
 from payments.db import Base, UtcDateTime
 from payments.developer import models as developer_models  # noqa: F401
 from payments.ledger import models as ledger_models  # noqa: F401

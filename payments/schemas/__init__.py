@@ -16,7 +16,8 @@ from typing import Any
 from jsonschema import Draft202012Validator, FormatChecker
 
 WEBHOOK_EVENT = "webhook-event.schema.json"
-SCHEMA_FILES = (WEBHOOK_EVENT,)
+CONFIG = "svc-config.v1.schema.json"
+SCHEMA_FILES = (WEBHOOK_EVENT, CONFIG)
 MEDIA_TYPE = "application/schema+json"
 
 # RFC 3339 section 5.6 (what JSON Schema's "date-time" means); jsonschema checks the format

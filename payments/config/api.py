@@ -1,0 +1,273 @@
+"""The developer configuration API (spec 4.8): plan, apply, revisions, rollback.
+
+Mounted beside the developer API, with its authentication: a CLI grant (scopes
+``config:read`` and ``config:write``, one app) on the API host, also a console session on
+the console host (which may create the app a config names). Request bodies are ours
+(docs/config.md): ``{"config": {...svc.config.v1...}, "mode": "merge"|"mirror",
+"baseRevision": "zcfgrev_..."|null, "planDigest": "sha256:..."}``.
+
+A webhook URL's DNS answers are checked between two units of work, never inside one (a
+slow DNS server must hold no database lock), as the webhook API does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from manifest.url_policy import UrlRefused, check_webhook_url
+from payments.config.apply import apply_config
+from payments.config.document import Problem, check_document, check_mode
+from payments.config.models import ConfigRevision
+from payments.config.plan import Context, Plan, make_plan
+from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
+from payments.developer.models import Developer
+from payments.errors import ApiError
+from payments.http import field_str, json_after_auth, required_str
+from payments.ids import IdPrefix
+from payments.models import App
+from payments.ratelimit import Limit
+from payments.webhooks import endpoints
+from payments.webhooks.api import WebhookServices
+from payments.webhooks.endpoints import url_error
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+NO_STORE = {"cache-control": "no-store"}
+APPLY_LIMIT = Limit("config-apply", 30, 60)
+READ, WRITE = "config:read", "config:write"
+
+
+@dataclass(frozen=True)
+class ConfigRequest:
+    """A plan or apply request, read after the caller was authenticated."""
+
+    document: dict[str, Any]
+    mode: str
+    base: str | None
+    digest: str | None
+
+
+class ConfigApi:
+    def __init__(self, services: WebhookServices, runtime_url: Callable[[str], str],
+                 publish: Callable[[str], Awaitable[None]], *, accept_session: bool) -> None:
+        self.s = services
+        self.context = Context(services.checks.policy, runtime_url)
+        self.publish = publish
+        self.accept_session = accept_session
+
+    def routes(self) -> list[Route]:
+        p = "/api/developer/config"
+        return [
+            Route(f"{p}/plan", self.plan, methods=["POST"]),
+            Route(f"{p}/apply", self.apply, methods=["POST"]),
+            Route(f"{p}/revisions", self.revisions, methods=["GET"]),
+            Route(f"{p}/revisions/{{revision}}", self.revision, methods=["GET"]),
+            Route(f"{p}/rollback", self.rollback, methods=["POST"]),
+        ]
+
+    async def _as(self, request: Request, work: Callable[[Session, Principal], T]) -> T:
+        return await run_as(self.s.developer,
+                            credentials(request, accept_session=self.accept_session), work)
+
+    # -- plan and apply -----------------------------------------------------------------
+
+    async def plan(self, request: Request) -> Response:
+        read_body = await json_after_auth(request, max_bytes=4 * 1024 * 1024)
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            asked = _read(read_body(), need_base=False)
+            app = _target(session, who, asked.document["app"]["slug"], READ)
+            return make_plan(session, app, asked.document, asked.mode, self.context).as_dict()
+        result = await self._as(request, work)
+        await self._dns_problems(result)
+        return JSONResponse(result, headers=NO_STORE)
+
+    async def apply(self, request: Request) -> Response:
+        read_body = await json_after_auth(request, max_bytes=4 * 1024 * 1024)
+        await self._limit(request)
+        asked: list[ConfigRequest] = []
+
+        def prepare(session: Session, who: Principal) -> dict[str, Any]:
+            asked.append(_read(read_body(), need_base=True))
+            app = _target(session, who, asked[0].document["app"]["slug"], WRITE)
+            return make_plan(session, app, asked[0].document, asked[0].mode,
+                             self.context).as_dict()
+        planned = await self._as(request, prepare)
+        problems = await self._dns_problems(planned)
+        if problems:
+            raise ApiError("config_plan_errors", 422, f"The plan has {len(problems)} blocking "
+                           f"error(s); first: {problems[0].path}: {problems[0].message}",
+                           errors=[p.as_dict() for p in problems])
+        return await self._apply(request, asked[0], rollback_of=None)
+
+    async def _apply(self, request: Request, asked: ConfigRequest,
+                     rollback_of: str | None) -> Response:
+        now = self.s.developer.clock()
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = _target(session, who, asked.document["app"]["slug"], WRITE)
+            applied = apply_config(session, who, app, asked.document, asked.mode,
+                                   base=asked.base, digest=asked.digest, context=self.context,
+                                   box=self.s.box, now=now, rollback_of=rollback_of)
+            result: dict[str, Any] = {
+                "app": applied.app.slug, "mode": asked.mode, "ops": [
+                    o.as_dict() for o in applied.plan.ops],
+                "summary": applied.plan.summary, "ids": applied.ids,
+                "warnings": applied.plan.warnings,
+                "revision": revision_view(applied.revision) if applied.revision else None,
+            }
+            if applied.secrets:  # created by this apply: shown here, once
+                result["secrets"] = applied.secrets
+            return result
+        result = await self._as(request, work)
+        if result["revision"] is not None:
+            try:
+                await self.publish(result["app"])
+            except Exception as exc:  # committed already; caches expire within their TTL
+                log.warning("could not publish the change of %s: %s", result["app"],
+                            type(exc).__name__)
+        return JSONResponse(result, status_code=201 if result["revision"] else 200,
+                            headers=NO_STORE)
+
+    async def rollback(self, request: Request) -> Response:
+        read_body = await json_after_auth(request)
+        await self._limit(request)
+        asked: list[ConfigRequest] = []
+        revision_id: list[str] = []
+
+        def prepare(session: Session, who: Principal) -> None:
+            body = read_body()
+            ref = required_str(body, "revision", 64)
+            revision = _revision(session, who, ref, WRITE)
+            if "baseRevision" not in body:
+                raise ApiError("missing_field", 422, "'baseRevision' is required: the head "
+                               "revision your rollback plan was made against.",
+                               field="baseRevision")
+            app = session.get(App, revision.app_id)
+            assert app is not None
+            document = {**revision.config, "app": {**revision.config["app"], "slug": app.slug}}
+            asked.append(ConfigRequest(document, revision.mode,
+                                  field_str(body, "baseRevision", required=False, max_length=64),
+                                  field_str(body, "planDigest", required=False, max_length=80)))
+            revision_id.append(revision.id)
+        await self._as(request, prepare)
+        return await self._apply(request, asked[0], rollback_of=revision_id[0])
+
+    async def _limit(self, request: Request) -> None:
+        await enforce_for_developer(
+            self.s.developer, credentials(request, accept_session=self.accept_session),
+            APPLY_LIMIT)
+
+    async def _dns_problems(self, plan: dict[str, Any]) -> list[Problem]:
+        """Every blocking error of ``plan``, after checking the DNS answers of a webhook URL
+        it creates or changes; the plan's ``errors`` are updated in place."""
+        for op in plan["ops"]:
+            if op["resource"] != "webhook" or op["op"] not in ("create", "update"):
+                continue
+            try:
+                # The text rules passed in the plan; this parse is for the DNS rule.
+                checked = check_webhook_url(op["key"], self.context.policy,
+                                            app_slug=plan["app"], runtime_active=True)
+                await anyio.to_thread.run_sync(endpoints.resolve_url, checked, self.s.checks)
+            except UrlRefused as exc:
+                error = url_error(exc)
+                plan["errors"].append(Problem("$.webhooks[0].url", error.code,
+                                              error.message).as_dict())
+            except ApiError as error:
+                plan["errors"].append(Problem("$.webhooks[0].url", error.code,
+                                              error.message).as_dict())
+        return [Problem(e["path"], e["code"], e["message"]) for e in plan["errors"]]
+
+    # -- history --------------------------------------------------------------------------
+
+    async def revisions(self, request: Request) -> Response:
+        ref = request.query_params.get("app")
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            if not ref:
+                raise ApiError("missing_field", 422, "Name the app: ?app=<id or slug>.",
+                               field="app")
+            app = who.app(session, ref, READ)
+            found = session.scalars(select(ConfigRevision).where(
+                ConfigRevision.app_id == app.id).order_by(ConfigRevision.number.desc())).all()
+            names = developer_names(session, {r.applied_by for r in found})
+            return {"app": app.slug, "revisions": [revision_view(r, names) for r in found]}
+        return JSONResponse(await self._as(request, work))
+
+    async def revision(self, request: Request) -> Response:
+        ref = request.path_params["revision"]
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            revision = _revision(session, who, ref, READ)
+            names = developer_names(session, {revision.applied_by})
+            return {"revision": {**revision_view(revision, names), "config": revision.config,
+                                 "ops": revision.ops}}
+        return JSONResponse(await self._as(request, work))
+
+
+def _read(body: dict[str, Any], *, need_base: bool) -> ConfigRequest:
+    if "config" not in body:
+        raise ApiError("missing_field", 422, "'config' is required: the svc.config.v1 "
+                       "document.", field="config")
+    document = check_document(body["config"])
+    mode = check_mode(body.get("mode"))
+    if need_base and "baseRevision" not in body:
+        raise ApiError("missing_field", 422, "'baseRevision' is required: the revision your "
+                       "plan was made against (null before the first).", field="baseRevision")
+    base = field_str(body, "baseRevision", required=False, max_length=64)
+    digest = field_str(body, "planDigest", required=False, max_length=80)
+    return ConfigRequest(document, mode, base, digest)
+
+
+def _target(session: Session, who: Principal, slug: str, scope: str) -> App | None:
+    """The app a config names, if this caller may change it with ``scope``; None when it
+    does not exist yet and the caller may create it (a console session)."""
+    exists = session.scalar(select(App.id).where(App.slug == slug))
+    if exists is None:
+        if who.grant is not None:
+            raise ApiError("developer_session_required", 403, f"There is no app '{slug}' "
+                           "yet, and a CLI grant is for one existing app: create it in the "
+                           f"console, then run `svc auth browser --app {slug} --scopes "
+                           "config:read,config:write`.")
+        return None
+    return who.app(session, slug, scope)
+
+
+def _revision(session: Session, who: Principal, ref: str, scope: str) -> ConfigRevision:
+    revision = (session.get(ConfigRevision, ref)
+                if ref.startswith(IdPrefix.CONFIG_REVISION.value) else None)
+    app = session.get(App, revision.app_id) if revision else None
+    if revision is None or app is None or app.organization_id not in who.organization_ids:
+        raise ApiError("config_revision_not_found", 404, f"No config revision '{ref}'.")
+    who.app(session, app.id, scope)
+    return revision
+
+
+def developer_names(session: Session, ids: set[str]) -> dict[str, str]:
+    if not ids:
+        return {}
+    return dict(session.execute(select(Developer.id, Developer.username)
+                                .where(Developer.id.in_(ids))).all())
+
+
+def revision_view(revision: ConfigRevision,
+                  names: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"id": revision.id, "number": revision.number, "appId": revision.app_id,
+            "mode": revision.mode, "summary": revision.summary,
+            "appliedBy": {"developerId": revision.applied_by,
+                          "username": (names or {}).get(revision.applied_by)},
+            "via": revision.via, "rollbackOf": revision.rollback_of,
+            "createdAt": revision.created_at.isoformat()}
+
+
+__all__ = ["ConfigApi", "Plan"]

@@ -1,0 +1,153 @@
+"""Carrying out a plan, and recording it as a revision, in the caller's one transaction.
+
+Each op goes through the function the rest of the API uses for the same change
+(``create_product``, ``apply_product_fields``, ``operations.configure``, the webhook
+endpoint functions), so config-as-code cannot do what the API would refuse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from manifest.url_policy import check_webhook_url
+from payments.apps import set_pay_to
+from payments.config.models import ConfigRevision
+from payments.config.plan import KINDS, Context, Op, Plan, head_revision, make_plan
+from payments.developer.apps import create_developer_app
+from payments.developer.auth import Principal
+from payments.errors import ApiError
+from payments.models import App, Product, ProductStatus
+from payments.products import apply_product_fields, create_product
+from payments.runtime import operations
+from payments.webhooks import endpoints
+from payments.webhooks.models import EndpointStatus, WebhookEndpoint
+from payments.webhooks.signing_secrets import SecretBox
+
+
+@dataclass(frozen=True)
+class Applied:
+    plan: Plan
+    app: App
+    revision: ConfigRevision | None  # None: nothing changed, nothing recorded
+    ids: dict[str, Any]
+    secrets: dict[str, str]  # created now, shown once
+
+
+def conflict(current: str | None, base: str | None) -> ApiError:
+    return ApiError("config_conflict", 409, f"Another apply landed since your plan (it was "
+                    f"made against {base or 'no revision'}; the app is now at "
+                    f"{current or 'no revision'}). Nothing was changed: plan again.",
+                    currentRevision=current, baseRevision=base)
+
+
+def apply_config(session: Session, who: Principal, app: App | None, document: dict[str, Any],
+                 mode: str, *, base: str | None, digest: str | None, context: Context,
+                 box: SecretBox, now: datetime, rollback_of: str | None = None) -> Applied:
+    if app is not None:
+        operations.lock(session, app)  # applies to one app take turns
+    head = head_revision(session, app)
+    if (head.id if head else None) != base:
+        raise conflict(head.id if head else None, base)
+    plan = make_plan(session, app, document, mode, context)
+    if plan.errors:
+        raise ApiError("config_plan_errors", 422, f"The plan has {len(plan.errors)} blocking "
+                       f"error(s); first: {plan.errors[0].path}: {plan.errors[0].message}",
+                       errors=[p.as_dict() for p in plan.errors])
+    if digest is not None and digest != plan.digest:
+        raise ApiError("config_plan_stale", 409, "The app changed since this plan was made "
+                       "(outside config); nothing was changed: plan again.")
+    secrets: dict[str, str] = {}
+    target = _apply_app(session, who, app, plan.ops[0])
+    session.flush()  # configuring the runtime re-reads the row under its lock
+    ids: dict[str, Any] = {"app": target.id, "products": {}, "webhook": None}
+    for op in plan.ops[1:]:
+        if op.resource == "runtime" and op.op != "unchanged":
+            operations.configure(session, target, op.spec["origin"], op.spec["appPath"],
+                                 target.runtime_entry_path or "/")
+        elif op.resource == "product":
+            ids["products"][op.key] = _apply_product(session, target, op)
+        elif op.resource == "webhook":
+            ids["webhook"] = _apply_webhook(session, target, op, context, box, now, secrets)
+    revision = None
+    if plan.changes_anything:
+        revision = ConfigRevision(
+            app_id=target.id, number=(head.number + 1) if head else 1, mode=mode,
+            config=document, ops=[o.as_dict() for o in plan.ops], summary=plan.summary,
+            applied_by=who.developer_id, via="cli" if who.grant else "console",
+            rollback_of=rollback_of, created_at=now)
+        session.add(revision)
+        try:
+            with session.begin_nested():
+                session.flush()
+        except IntegrityError:  # a concurrent apply took this number first
+            raise conflict(None, base) from None
+    ids["revision"] = revision.id if revision else None
+    return Applied(plan, target, revision, ids, secrets)
+
+
+def _apply_app(session: Session, who: Principal, app: App | None, op: Op) -> App:
+    spec = op.spec
+    if app is None:
+        app = create_developer_app(
+            session, who, name=spec["name"], slug=op.key,
+            app_type=KINDS[spec.get("kind", "game")], headline="", pay_to=spec.get("payTo"),
+            tags=spec.get("tags", ()))
+        if "entryUrl" in spec:
+            app.entry_url = spec["entryUrl"]
+        if "distributionTargets" in spec:
+            app.distribution_targets = spec["distributionTargets"]
+        return app
+    if "name" in spec:
+        app.name = spec["name"]
+    if "kind" in spec:
+        app.type = KINDS[spec["kind"]]
+    if "entryUrl" in spec:
+        app.entry_url = spec["entryUrl"]
+    if "tags" in spec:
+        app.tags = [t.strip() for t in spec["tags"] if t.strip()]
+    if "distributionTargets" in spec:
+        app.distribution_targets = spec["distributionTargets"]
+    if "payTo" in spec:
+        set_pay_to(app, spec["payTo"])  # a new pay_to restarts its review, as in the API
+    return app
+
+
+def _apply_product(session: Session, app: App, op: Op) -> str:
+    if op.op == "create":
+        return create_product(session, app, op.spec).id
+    product = session.scalar(select(Product).where(Product.app_id == app.id,
+                                                   Product.slug == op.key))
+    assert product is not None and op.id == product.id
+    if op.op == "update":
+        apply_product_fields(product, op.spec, creating=False)
+    elif op.op == "disable":
+        product.status = ProductStatus.DISABLED
+    return product.id
+
+
+def _apply_webhook(session: Session, app: App, op: Op, context: Context, box: SecretBox,
+                   now: datetime, secrets: dict[str, str]) -> str:
+    if op.op == "disable":
+        endpoint = session.get(WebhookEndpoint, op.id)
+        assert endpoint is not None
+        endpoints.update_endpoint(endpoint, checked=None, events=None, enabled=False, now=now)
+        return endpoint.id
+    checked = check_webhook_url(op.spec["url"], context.policy, app_slug=app.slug,
+                                runtime_active=app.runtime_served)
+    if op.op == "create":
+        created = endpoints.create_endpoint(session, app, checked, op.spec["events"], box, now)
+        secrets["webhookSigningSecret"] = created.secret
+        return created.endpoint.id
+    endpoint = session.get(WebhookEndpoint, op.id)
+    assert endpoint is not None
+    if op.op == "update":
+        endpoints.update_endpoint(
+            endpoint, checked=checked, events=op.spec["events"],
+            enabled=op.spec["status"] == EndpointStatus.ENABLED.value, now=now)
+    return endpoint.id

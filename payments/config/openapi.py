@@ -1,0 +1,138 @@
+"""OpenAPI paths and schemas of the configuration API (spec 4.8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from payments.schemas import CONFIG, load_schema
+
+GRANT: list[dict[str, list[str]]] = [{"cliGrant": []}, {"consoleSession": []}]
+ERR = {"$ref": "#/components/responses/Error"}
+STR = {"type": "string"}
+NSTR = {"type": ["string", "null"]}
+REV = {"type": "string", "pattern": "^zcfgrev_[0-9a-f]{30}$"}
+NREV = {"anyOf": [REV, {"type": "null"}]}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(required: list[str], **props: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": props}
+
+
+PROBLEM = _obj(["path", "code", "message"], path=STR, code=STR, message=STR)
+OP = _obj(["op", "resource", "key", "id", "changes"],
+          op={"enum": ["create", "update", "disable", "unchanged"]},
+          resource={"enum": ["app", "runtime", "product", "webhook"]}, key=STR, id=NSTR,
+          changes={"type": "array", "items": _obj(["field", "before", "after"], field=STR,
+                                                  before={}, after={})})
+SUMMARY = _obj(["create", "update", "disable", "unchanged"],
+               **{k: {"type": "integer", "minimum": 0}
+                  for k in ("create", "update", "disable", "unchanged")})
+WARNING = _obj(["code", "key", "message"], code=STR, key=STR, message=STR)
+REVISION = _obj(
+    ["id", "number", "appId", "mode", "summary", "appliedBy", "via", "rollbackOf",
+     "createdAt"], id=REV, number={"type": "integer", "minimum": 1}, appId=STR,
+    mode={"enum": ["merge", "mirror"]}, summary=SUMMARY,
+    appliedBy=_obj(["developerId", "username"], developerId=STR, username=NSTR),
+    via={"enum": ["cli", "console"]}, rollbackOf=NREV, createdAt={"type": "string",
+                                                                  "format": "date-time"})
+
+
+def _schema() -> dict[str, Any]:
+    schema = load_schema(CONFIG)
+    schema.pop("$schema", None)
+    return schema
+
+
+COMPONENT_SCHEMAS: dict[str, Any] = {
+    "SvcConfig": _schema(),
+    "ConfigOp": OP,
+    "ConfigRevision": REVISION,
+    "ConfigPlan": _obj(
+        ["app", "mode", "baseRevision", "digest", "ops", "summary", "errors", "warnings",
+         "missingSecrets", "runtimeValidation"],
+        app=STR, mode={"enum": ["merge", "mirror"]}, baseRevision=NREV, digest=STR,
+        ops={"type": "array", "items": _ref("ConfigOp")}, summary=SUMMARY,
+        errors={"type": "array", "items": PROBLEM}, warnings={"type": "array", "items": WARNING},
+        missingSecrets={"type": "array", "items": _obj(["name", "status", "message"],
+                                                       name=STR, status=STR, message=STR)},
+        runtimeValidation={"anyOf": [{"type": "null"}, _obj(
+            ["origin", "manifestUrl", "appPath", "expected", "returnUrl"], origin=STR,
+            manifestUrl=STR, appPath=STR, returnUrl=STR,
+            expected=_obj(["appId", "appSlug", "payTo", "webhookPath"], appId=NSTR,
+                          appSlug=STR, payTo=NSTR, webhookPath=NSTR))]}),
+    "ConfigApplied": _obj(
+        ["app", "mode", "ops", "summary", "ids", "warnings", "revision"],
+        app=STR, mode={"enum": ["merge", "mirror"]},
+        ops={"type": "array", "items": _ref("ConfigOp")}, summary=SUMMARY,
+        ids=_obj(["app", "products", "webhook", "revision"], app=STR,
+                 products={"type": "object", "additionalProperties": STR}, webhook=NSTR,
+                 revision=NREV),
+        warnings={"type": "array", "items": WARNING},
+        revision={"anyOf": [{"type": "null"}, _ref("ConfigRevision")]},
+        secrets=_obj([], webhookSigningSecret={"type": "string", "pattern": "^zwhsec_"})),
+}
+
+
+def _op(summary: str, scope: str, schema: str | None, *, status: str = "200",
+        body: dict[str, Any] | None = None, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    responses: dict[str, Any] = {status: {"description": "success"}}
+    if schema is not None:
+        responses[status]["content"] = {"application/json": {"schema": _ref(schema)}}
+    for code in ("400", "401", "403", "404", "409", "413", "415", "422", "429", *extra):
+        responses[code] = ERR
+    op: dict[str, Any] = {"summary": summary, "description": f"{summary} CLI grants need the "
+                          f"scope `{scope}` for the config's app.", "security": GRANT,
+                          "responses": responses}
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {
+            "schema": body}}}
+    return op
+
+
+def config_paths() -> dict[str, Any]:
+    p = "/api/developer/config"
+    request = {"type": "object", "required": ["config"], "properties": {
+        "config": _ref("SvcConfig"), "mode": {"enum": ["merge", "mirror"]},
+        "baseRevision": NREV, "planDigest": STR}}
+    applied = _op("Apply a config in one transaction; records a revision when anything "
+                  "changed (201), else 200 with no revision. A new webhook's signing secret "
+                  "is in `secrets`, this once.", "config:write", "ConfigApplied",
+                  status="201", body={**request, "required": ["config", "baseRevision"]},
+                  extra=("503",))
+    applied["responses"]["200"] = {"description": "nothing to change", "content": {
+        "application/json": {"schema": _ref("ConfigApplied")}}}
+    rollback = _op("Apply an earlier revision's config as a new revision.", "config:write",
+                   "ConfigApplied", status="201", body={
+                       "type": "object", "required": ["revision", "baseRevision"],
+                       "properties": {"revision": REV, "baseRevision": NREV,
+                                      "planDigest": STR}}, extra=("503",))
+    rollback["responses"]["200"] = applied["responses"]["200"]
+    return {
+        f"{p}/plan": {"post": _op("Preview a config: ops, blocking errors, warnings, missing "
+                                  "secrets, runtime validation inputs. Writes nothing.",
+                                  "config:read", "ConfigPlan", body=request, extra=("503",))},
+        f"{p}/apply": {"post": applied},
+        f"{p}/revisions": {"get": {
+            **_op("An app's config revisions, newest first.", "config:read", None),
+            "parameters": [{"name": "app", "in": "query", "required": True, "schema": STR,
+                            "description": "app id (zapp_...) or slug"}],
+            "responses": {"200": {"description": "success", "content": {"application/json": {
+                "schema": _obj(["app", "revisions"], app=STR, revisions={
+                    "type": "array", "items": _ref("ConfigRevision")})}}},
+                "401": ERR, "403": ERR, "404": ERR, "422": ERR}}},
+        f"{p}/revisions/{{revision}}": {"get": {
+            **_op("One revision: the config as applied and its ops.", "config:read", None),
+            "parameters": [{"name": "revision", "in": "path", "required": True,
+                            "schema": STR}],
+            "responses": {"200": {"description": "success", "content": {"application/json": {
+                "schema": _obj(["revision"], revision=_obj(
+                    [*REVISION["required"], "config", "ops"], **REVISION["properties"],
+                    config={"type": "object"},
+                    ops={"type": "array", "items": _ref("ConfigOp")}))}}},
+                "401": ERR, "403": ERR, "404": ERR}}},
+        f"{p}/rollback": {"post": rollback},
+    }

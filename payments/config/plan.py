@@ -1,0 +1,340 @@
+"""What applying a config would change: ops per resource, blocking errors, warnings.
+
+The plan is computed from the database and the document alone and writes nothing; apply
+computes it again inside its transaction and carries out exactly those ops, so what a
+plan shows and what an apply does come from one function. Values are compared in their
+wire form (``product_view``), after the same field rules the product API applies, so a
+plan cannot promise a change the API would refuse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import inspect, select
+from sqlalchemy.orm import Session
+
+from manifest.url_policy import UrlPolicy, UrlRefused, check_runtime_origin, check_webhook_url
+from payments.apps import check_pay_to
+from payments.config.document import Problem, json_path
+from payments.config.models import ConfigRevision
+from payments.developer.models import ApiKey
+from payments.errors import ApiError
+from payments.models import App, AppType, Product, ProductStatus, RuntimeStatus
+from payments.products import apply_product_fields, product_view
+from payments.slugs import check_slug
+from payments.webhooks.endpoints import DEFAULT_EVENTS
+from payments.webhooks.models import EndpointStatus, WebhookEndpoint
+
+KINDS = {"game": AppType.GAME, "application": AppType.APPLICATION}
+# Product fields compared, in the order a diff shows them.
+PRODUCT_FIELDS = ("sku", "name", "priceAtomic", "pricing", "minAmountAtomic", "maxAmountAtomic",
+                  "riskMode", "riskPolicy.trustedServerCharge.enabled",
+                  "riskPolicy.trustedServerCharge.paymentProofRequired",
+                  "riskPolicy.trustedServerCharge.maxAmountAtomic", "fulfillmentAdapter",
+                  "fulfillmentConfig", "status")
+
+
+@dataclass(frozen=True)
+class Change:
+    field: str
+    before: Any
+    after: Any
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "before": self.before, "after": self.after}
+
+
+@dataclass
+class Op:
+    op: str  # create | update | disable | unchanged
+    resource: str  # app | runtime | product | webhook
+    key: str  # the app or product slug, or the webhook URL
+    changes: list[Change] = field(default_factory=list)
+    id: str | None = None
+    # What apply hands to the resource's own functions (wire names); not shown.
+    spec: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"op": self.op, "resource": self.resource, "key": self.key, "id": self.id,
+                "changes": [c.as_dict() for c in self.changes]}
+
+
+@dataclass
+class Plan:
+    app_slug: str
+    mode: str
+    base_revision: str | None
+    ops: list[Op] = field(default_factory=list)
+    errors: list[Problem] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    missing_secrets: list[dict[str, str]] = field(default_factory=list)
+    runtime_validation: dict[str, Any] | None = None
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts = {"create": 0, "update": 0, "disable": 0, "unchanged": 0}
+        for op in self.ops:
+            counts[op.op] += 1
+        return counts
+
+    @property
+    def changes_anything(self) -> bool:
+        return any(op.op != "unchanged" for op in self.ops)
+
+    @property
+    def digest(self) -> str:
+        """Names this plan: apply refuses a saved plan whose changes are no longer those."""
+        canonical = json.dumps({"ops": [o.as_dict() for o in self.ops], "mode": self.mode,
+                                "base": self.base_revision}, sort_keys=True, default=str)
+        return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"app": self.app_slug, "mode": self.mode, "baseRevision": self.base_revision,
+                "digest": self.digest, "ops": [o.as_dict() for o in self.ops],
+                "summary": self.summary, "errors": [p.as_dict() for p in self.errors],
+                "warnings": self.warnings, "missingSecrets": self.missing_secrets,
+                "runtimeValidation": self.runtime_validation}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What planning needs beyond the database: the URL rules and the runtime URL."""
+
+    policy: UrlPolicy
+    runtime_url: Callable[[str], str]
+
+
+def head_revision(session: Session, app: App | None) -> ConfigRevision | None:
+    if app is None:
+        return None
+    return session.scalar(select(ConfigRevision).where(ConfigRevision.app_id == app.id)
+                          .order_by(ConfigRevision.number.desc()).limit(1))
+
+
+def make_plan(session: Session, app: App | None, document: dict[str, Any], mode: str,
+              context: Context) -> Plan:
+    declared_app = document["app"]
+    slug = declared_app["slug"]
+    head = head_revision(session, app)
+    plan = Plan(slug, mode, head.id if head else None)
+    plan.ops.append(_app_op(session, app, declared_app, plan))
+    runtime_served = bool(app and app.runtime_served)
+    if "runtime" in document:
+        plan.ops.append(_runtime_op(app, document["runtime"], context, plan))
+    plan.ops += _product_ops(session, app, document.get("products"), mode, plan)
+    webhook = _webhook_op(session, app, slug, document.get("webhooks"), mode, runtime_served,
+                          context, plan)
+    if webhook is not None:
+        plan.ops.append(webhook)
+    _secrets_and_runtime_inputs(session, app, document, context, plan)
+    return plan
+
+
+def _app_op(session: Session, app: App | None, declared: dict[str, Any], plan: Plan) -> Op:
+    wanted: dict[str, Any] = {}
+    if "name" in declared:
+        wanted["name"] = declared["name"].strip()
+    if "kind" in declared:
+        wanted["kind"] = declared["kind"]
+    for wire in ("entryUrl", "distributionTargets", "tags"):
+        if wire in declared:
+            wanted[wire] = declared[wire]
+    if "payTo" in declared:
+        try:
+            wanted["payTo"] = check_pay_to(declared["payTo"])
+        except ApiError as error:
+            plan.errors.append(Problem("$.app.payTo", error.code, error.message))
+    if app is None:
+        try:
+            check_slug(declared["slug"])
+        except ApiError as error:
+            plan.errors.append(Problem("$.app.slug", error.code, error.message))
+        if session.scalar(select(App.id).where(App.slug == declared["slug"])) is not None:
+            plan.errors.append(Problem("$.app.slug", "slug_taken", f"The slug "
+                                       f"'{declared['slug']}' belongs to another organization."))
+        if "name" not in wanted or not wanted["name"]:
+            plan.errors.append(Problem("$.app.name", "missing_field",
+                                       "'name' is required to create the app."))
+        return Op("create", "app", declared["slug"],
+                  [Change(k, None, v) for k, v in wanted.items()], spec=wanted)
+    current = {"name": app.name, "kind": app.type.value.lower(), "entryUrl": app.entry_url,
+               "payTo": app.pay_to, "distributionTargets": list(app.distribution_targets),
+               "tags": list(app.tags)}
+    changes = [Change(k, current[k], v) for k, v in wanted.items() if current[k] != v]
+    return Op("update" if changes else "unchanged", "app", app.slug, changes, app.id,
+              spec={c.field: c.after for c in changes})
+
+
+def _runtime_op(app: App | None, declared: dict[str, Any], context: Context,
+                plan: Plan) -> Op:
+    key = declared["origin"]
+    try:
+        checked = check_runtime_origin(declared["origin"], context.policy)
+    except UrlRefused as exc:
+        plan.errors.append(Problem("$.runtime.origin", exc.code, exc.message))
+        return Op("unchanged", "runtime", key)
+    origin = f"{checked.scheme}://{checked.host_header}"  # stored canonical, as the API does
+    app_path = declared.get("appPath", app.runtime_app_path if app else "/")
+    if not app_path.startswith("/") or "?" in app_path or "#" in app_path:
+        plan.errors.append(Problem("$.runtime.appPath", "invalid_field",
+                                   "'appPath' must be a concrete path such as \"/\"."))
+    wanted = {"origin": origin, "appPath": app_path}
+    if app is None or app.runtime_status is RuntimeStatus.NOT_CONFIGURED:
+        return Op("create", "runtime", origin, [Change(k, None, v) for k, v in wanted.items()],
+                  spec=wanted)
+    current = {"origin": app.runtime_origin, "appPath": app.runtime_app_path}
+    changes = [Change(k, current[k], v) for k, v in wanted.items() if current[k] != v]
+    return Op("update" if changes else "unchanged", "runtime", origin, changes, spec=wanted)
+
+
+def _scratch(product: Product | None, app_id: str) -> Product:
+    """A detached copy to apply fields to: validation without touching the real row."""
+    scratch = Product(app_id=app_id, template="custom", fulfillment_config={},
+                      status=ProductStatus.ACTIVE, fulfillment_adapter="webhook")
+    for attribute in inspect(Product).column_attrs:
+        if product is not None:
+            setattr(scratch, attribute.key, getattr(product, attribute.key))
+            continue
+        default = attribute.columns[0].default  # what an insert would write
+        if getattr(scratch, attribute.key) is None and default is not None \
+                and default.is_scalar:
+            setattr(scratch, attribute.key, default.arg)
+    return scratch
+
+
+def _flat(view: dict[str, Any]) -> dict[str, Any]:
+    trusted = view["riskPolicy"]["trustedServerCharge"]
+    flat = {k: view.get(k) for k in PRODUCT_FIELDS if "." not in k}
+    for name in ("enabled", "paymentProofRequired", "maxAmountAtomic"):
+        flat[f"riskPolicy.trustedServerCharge.{name}"] = trusted[name]
+    return flat
+
+
+def _product_ops(session: Session, app: App | None, declared: list[dict[str, Any]] | None,
+                 mode: str, plan: Plan) -> list[Op]:
+    existing = ({p.slug: p for p in session.scalars(
+        select(Product).where(Product.app_id == app.id))} if app else {})
+    by_sku = {p.sku: p for p in existing.values()}
+    ops = []
+    for index, wanted in enumerate(declared or []):
+        spec = {**wanted, "status": ProductStatus.ACTIVE.value}
+        current = existing.get(wanted["slug"])
+        owner = by_sku.get(wanted.get("sku", wanted["slug"]))
+        if owner is not None and owner is not current:
+            plan.errors.append(Problem(json_path(["products", index, "sku"]), "product_exists",
+                                       f"sku '{owner.sku}' belongs to product '{owner.slug}'."))
+            continue
+        scratch = _scratch(current, app.id if app else "")
+        try:
+            apply_product_fields(scratch, spec, creating=current is None)
+        except ApiError as error:
+            where = error.extra.get("field")
+            path = json_path(["products", index, *str(where).split(".")]) if where else \
+                json_path(["products", index])
+            plan.errors.append(Problem(path, error.code, error.message))
+            continue
+        after = _flat(product_view(scratch, "", ""))
+        if current is None:
+            ops.append(Op("create", "product", wanted["slug"],
+                          [Change(k, None, v) for k, v in after.items() if v is not None],
+                          spec=spec))
+            continue
+        before = _flat(product_view(current, "", ""))
+        changes = [Change(k, before[k], after[k]) for k in PRODUCT_FIELDS
+                   if before[k] != after[k]]
+        ops.append(Op("update" if changes else "unchanged", "product", current.slug, changes,
+                      current.id, spec=spec))
+    named = {w["slug"] for w in declared or []}
+    for product in sorted(existing.values(), key=lambda p: p.slug):
+        if product.slug in named or product.status is not ProductStatus.ACTIVE:
+            continue
+        if mode == "mirror":
+            ops.append(Op("disable", "product", product.slug,
+                          [Change("status", "active", "disabled")], product.id))
+        else:
+            plan.warnings.append({
+                "code": "undeclared_product", "key": product.slug,
+                "message": f"Product '{product.slug}' is active but not in the file; merge "
+                           "leaves it as it is (mirror would disable it)."})
+    return ops
+
+
+def _webhook_op(session: Session, app: App | None, slug: str,
+                declared: list[dict[str, Any]] | None, mode: str, runtime_served: bool,
+                context: Context, plan: Plan) -> Op | None:
+    endpoint = (session.scalar(select(WebhookEndpoint).where(WebhookEndpoint.app_id == app.id))
+                if app else None)
+    if not declared:
+        if endpoint is None or endpoint.status is not EndpointStatus.ENABLED:
+            return None
+        if mode == "mirror":
+            return Op("disable", "webhook", endpoint.url,
+                      [Change("status", "enabled", "disabled")], endpoint.id)
+        plan.warnings.append({"code": "undeclared_webhook", "key": endpoint.url,
+                              "message": "The app's webhook endpoint is enabled but not in the "
+                                         "file; merge leaves it (mirror would disable it)."})
+        return None
+    wanted = declared[0]
+    try:
+        checked = check_webhook_url(wanted["url"], context.policy, app_slug=slug,
+                                    runtime_active=runtime_served)
+    except UrlRefused as exc:
+        plan.errors.append(Problem("$.webhooks[0].url", exc.code,
+                                   f"Webhook URL refused: {exc.message}."))
+        return None
+    after = {"url": checked.url, "events": list(wanted.get("events") or DEFAULT_EVENTS),
+             "status": EndpointStatus.ENABLED.value}
+    if endpoint is None:
+        return Op("create", "webhook", checked.url,
+                  [Change(k, None, v) for k, v in after.items()], spec=after)
+    before = {"url": endpoint.url, "events": list(endpoint.events),
+              "status": endpoint.status.value}
+    changes = [Change(k, before[k], after[k]) for k in after if before[k] != after[k]]
+    return Op("update" if changes else "unchanged", "webhook", checked.url, changes,
+              endpoint.id, spec=after)
+
+
+def _secrets_and_runtime_inputs(session: Session, app: App | None, document: dict[str, Any],
+                                context: Context, plan: Plan) -> None:
+    """The secrets the runtime will need that the config cannot carry, and what a runtime
+    verification will check (spec 2.8, 4.11)."""
+    slug = document["app"]["slug"]
+    hooks = [op for op in plan.ops if op.resource == "webhook"]
+    if hooks and hooks[0].op == "create":
+        plan.missing_secrets.append({
+            "name": "SVC_WEBHOOK_SECRET", "status": "issued_on_apply",
+            "message": "Apply creates the webhook endpoint and shows its zwhsec_ signing secret "
+                       "once: store it in your runtime's environment."})
+    elif app is not None and hooks:
+        plan.missing_secrets.append({
+            "name": "SVC_WEBHOOK_SECRET", "status": "issued",
+            "message": "Issued when the endpoint was created; if it is lost, `svc webhook "
+                       "rotate` issues a new one."})
+    has_key = app is not None and session.scalar(
+        select(ApiKey.id).where(ApiKey.app_id == app.id, ApiKey.revoked_at.is_(None))
+        .limit(1)) is not None
+    if not has_key:
+        plan.missing_secrets.append({
+            "name": "SVC_API_KEY", "status": "none",
+            "message": "The app has no active backend key; create one with `svc keys create` "
+                       "(shown once) if your backend calls the API."})
+    runtime = next((op for op in plan.ops if op.resource == "runtime"), None)
+    origin = runtime.spec.get("origin") if runtime else (app.runtime_origin if app else None)
+    if not origin:
+        return
+    webhook_url = hooks[0].spec.get("url") if hooks and hooks[0].spec else None
+    pay_to = document["app"].get("payTo", app.pay_to if app else None)
+    plan.runtime_validation = {
+        "origin": origin, "manifestUrl": f"{origin}/.well-known/svc.json",
+        "appPath": (runtime.spec.get("appPath") if runtime else None)
+        or (app.runtime_app_path if app else "/"),
+        "expected": {"appId": app.id if app else None, "appSlug": slug, "payTo": pay_to,
+                     "webhookPath": urlsplit(webhook_url).path if webhook_url else None},
+        "returnUrl": f"{context.runtime_url(slug)}/svc-auth-return?app={slug}",
+    }
