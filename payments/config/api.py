@@ -102,13 +102,17 @@ class ConfigApi:
             app = _target(session, who, asked[0].document["app"]["slug"], WRITE)
             return make_plan(session, app, asked[0].document, asked[0].mode,
                              self.context).as_dict()
-        planned = await self._as(request, prepare)
+        await self._refuse_dns_problems(await self._as(request, prepare))
+        return await self._apply(request, asked[0], rollback_of=None)
+
+    async def _refuse_dns_problems(self, planned: dict[str, Any]) -> None:
+        """DNS is asked outside the apply's transaction, so a name that resolves to a
+        private address is refused before anything is written."""
         problems = await self._dns_problems(planned)
         if problems:
             raise ApiError("config_plan_errors", 422, f"The plan has {len(problems)} blocking "
                            f"error(s); first: {problems[0].path}: {problems[0].message}",
                            errors=[p.as_dict() for p in problems])
-        return await self._apply(request, asked[0], rollback_of=None)
 
     async def _apply(self, request: Request, asked: ConfigRequest,
                      rollback_of: str | None) -> Response:
@@ -145,7 +149,7 @@ class ConfigApi:
         asked: list[ConfigRequest] = []
         revision_id: list[str] = []
 
-        def prepare(session: Session, who: Principal) -> None:
+        def prepare(session: Session, who: Principal) -> dict[str, Any]:
             body = read_body()
             ref = required_str(body, "revision", 64)
             revision = _revision(session, who, ref, WRITE)
@@ -160,7 +164,9 @@ class ConfigApi:
                                   field_str(body, "baseRevision", required=False, max_length=64),
                                   field_str(body, "planDigest", required=False, max_length=80)))
             revision_id.append(revision.id)
-        await self._as(request, prepare)
+            return make_plan(session, app, document, revision.mode, self.context).as_dict()
+        # The old config meets today's rules, DNS included, like any other apply.
+        await self._refuse_dns_problems(await self._as(request, prepare))
         return await self._apply(request, asked[0], rollback_of=revision_id[0])
 
     async def _limit(self, request: Request) -> None:
