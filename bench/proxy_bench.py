@@ -41,7 +41,6 @@ import pstats
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -55,6 +54,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from report import write_section  # bench/ is on sys.path when run as a script
+
+from ops.cluster.processes import Proc, Processes, free_port, listeners
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -173,59 +174,6 @@ def _profile_on_signals(profile: Path) -> None:
 # --------------------------------------------------------------------------- processes
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Proc:
-    name: str
-    popen: subprocess.Popen[bytes]
-    log: Path
-
-    def tail(self, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
-
-
-class Processes:
-    """Every process this script starts, each stopped by its own pid (or group) at the end."""
-
-    def __init__(self) -> None:
-        self.procs: list[Proc] = []
-
-    def start(self, name: str, argv: list[str], log: Path, **kwargs: object) -> Proc:
-        handle = log.open("wb")
-        try:
-            popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True,
-                                     **kwargs)  # type: ignore[call-overload]
-        finally:
-            handle.close()
-        proc = Proc(name, popen, log)
-        self.procs.append(proc)
-        return proc
-
-    def stop_all(self) -> None:
-        for proc in reversed(self.procs):
-            if proc.popen.poll() is None:
-                proc.popen.terminate()
-        deadline = time.monotonic() + 10
-        for proc in reversed(self.procs):
-            try:
-                proc.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                # Its own session: the group holds only what this child started.
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.popen.pid, signal.SIGKILL)
-                proc.popen.wait(timeout=5)
-        self.procs.clear()
-
-
 def fetch(port: int, host: str) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
@@ -259,8 +207,6 @@ def wait_ready(proc: Proc, port: int, host: str, timeout: float = 60) -> None:
 def wait_listening(proc: Proc, port: int, count: int, timeout: float = 60) -> None:
     """Until ``count`` sockets listen on ``port`` (a router process listens only once its
     service has started, router/processes.py)."""
-    from tests.support.services import listeners
-
     deadline = time.monotonic() + timeout
     while True:
         if (listening := listeners(port)) >= count:

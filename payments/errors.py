@@ -5,11 +5,15 @@ Body: ``{"code": "...", "message": "..."}`` plus optional fields (ARCHITECTURE.m
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+log = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
@@ -63,8 +67,30 @@ async def handle_unexpected(request: Request, exc: Exception) -> Response:
                          "this request. It has been logged; retry later."}, status_code=500)
 
 
+# The database could not be reached or dropped the connection (a restart, a failover, a
+# network cut): a transient state the client should retry, not our bug. The transaction
+# did not commit, so a retry with the same idempotency key is safe.
+DATABASE_UNAVAILABLE = (OperationalError, InterfaceError)
+RETRY_AFTER_SECONDS = 2
+
+
+def unavailable_error() -> ApiError:
+    return ApiError("service_unavailable", 503, "The service cannot reach its database right "
+                    "now; nothing was changed. Retry shortly with the same idempotency key.",
+                    retryAfter=RETRY_AFTER_SECONDS)
+
+
+async def handle_database_unavailable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DATABASE_UNAVAILABLE)
+    log.warning("database unavailable for %s %s: %s", request.method, request.url.path,
+                type(exc.orig).__name__ if exc.orig is not None else type(exc).__name__)
+    return error_response(unavailable_error())
+
+
 EXCEPTION_HANDLERS = {
     ApiError: handle_api_error,
     HTTPException: handle_http_exception,
+    OperationalError: handle_database_unavailable,
+    InterfaceError: handle_database_unavailable,
     Exception: handle_unexpected,
 }

@@ -14,7 +14,14 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from payments.errors import ApiError, handle_api_error, handle_http_exception, handle_unexpected
+from payments.errors import (
+    DATABASE_UNAVAILABLE,
+    ApiError,
+    handle_api_error,
+    handle_database_unavailable,
+    handle_http_exception,
+    handle_unexpected,
+)
 from payments.ledger.return_urls import origin_of
 from portal.account_page import AccountPage
 from portal.api_account import AccountApi
@@ -50,6 +57,15 @@ def portal_app(config: PortalConfig) -> Starlette:
         return shell.message("Not found" if exc.status_code == 404 else "Not allowed",
                              "There is nothing at this address.", exc.status_code)
 
+    async def unavailable(request: Request, exc: Exception) -> Response:
+        response = await handle_database_unavailable(request, exc)
+        if request.url.path.startswith("/api/"):
+            return response
+        page = shell.message("Unavailable", "The portal cannot reach its database right "
+                             "now. Nothing was changed; try again in a moment.", 503)
+        page.headers["retry-after"] = response.headers["retry-after"]
+        return page
+
     async def unexpected(request: Request, exc: Exception) -> Response:
         if request.url.path.startswith("/api/"):
             return await handle_unexpected(request, exc)
@@ -68,7 +84,8 @@ def portal_app(config: PortalConfig) -> Starlette:
         Route("/{slug}", public.hosted_entry, methods=GET),
     ]
     return Starlette(routes=routes, exception_handlers={
-        ApiError: handle_api_error, HTTPException: not_found, Exception: unexpected})
+        ApiError: handle_api_error, HTTPException: not_found,
+        **dict.fromkeys(DATABASE_UNAVAILABLE, unavailable), Exception: unexpected})
 
 
 def legacy_launch_routes(portal_url: str) -> list[Route]:

@@ -107,6 +107,9 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "TRUSTED_CHARGE_OVER_LIMIT": (403, "the amount is over the product's "
                                        "`riskPolicy.trustedServerCharge.maxAmountAtomic`"),
     "internal_error": (500, "the service failed; retry later"),
+    "service_unavailable": (503, "the database is unreachable for now (a restart or "
+                                 "failover); nothing changed: retry after `Retry-After` "
+                                 "seconds with the same idempotency key"),
 }
 
 BODY_ERRORS = ("invalid_json", "payload_too_large", "unsupported_media_type", "missing_field",
@@ -415,7 +418,7 @@ def error_responses(codes: Iterable[str],
                     statuses: dict[str, int] | None = None) -> dict[str, Any]:
     """One response per status; its schema is the `Error` envelope with `code` enumerated."""
     by_status: dict[int, list[str]] = {}
-    for code in [*codes, "internal_error"]:
+    for code in [*codes, "internal_error", "service_unavailable"]:
         status = (statuses or {}).get(code, ERROR_CODES[code][0])
         if code not in by_status.setdefault(status, []):
             by_status[status].append(code)

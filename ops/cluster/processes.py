@@ -1,0 +1,131 @@
+"""Child processes started by a launcher, each in its own session and stopped by its pid.
+
+Its own session means a kill of the group reaches what that child started (a server's
+worker processes, nginx's workers) and nothing of ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Proc:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group, as a crash would take it (no cleanup runs)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(timeout=10)
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.popen.poll() is None:
+            self.popen.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=grace)
+        # Whatever it started and left behind goes too (a parent that died first).
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(timeout=5)
+
+
+class Processes:
+    """Every process a launcher starts; :meth:`stop_all` stops them newest first."""
+
+    def __init__(self) -> None:
+        self.procs: list[Proc] = []
+
+    def start(self, name: str, argv: list[str], log: Path, *,
+              env: dict[str, str] | None = None, cwd: str | Path | None = None) -> Proc:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as handle:
+            popen = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True,
+                                     env=env, cwd=cwd)
+        proc = Proc(name, popen, log)
+        self.procs.append(proc)
+        return proc
+
+    def forget(self, proc: Proc) -> None:
+        if proc in self.procs:
+            self.procs.remove(proc)
+
+    def stop_all(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.popen.poll() is None:
+                proc.popen.terminate()
+        deadline = time.monotonic() + 10
+        for proc in reversed(self.procs):
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(timeout=max(0.1, deadline - time.monotonic()))
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.popen.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(timeout=5)
+        self.procs.clear()
+
+
+def wait_until(ready: Callable[[], bool], what: str, proc: Proc | None = None,
+               timeout: float = 60.0) -> None:
+    """Poll ``ready()`` until it is true; fail early with the log if ``proc`` exits."""
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        if proc is not None and not proc.alive():
+            raise RuntimeError(f"{proc.name} exited ({proc.popen.returncode}) before {what}:"
+                               f"\n{proc.tail()}")
+        try:
+            if ready():
+                return
+        except OSError as exc:
+            last = exc
+        time.sleep(0.1)
+    tail = f":\n{proc.tail()}" if proc is not None else ""
+    raise RuntimeError(f"not {what} after {timeout:.0f} s ({last}){tail}")
+
+
+def tcp_sockets(port: int) -> list[tuple[str, str]]:
+    """(state, inode) of every IPv4 TCP socket whose local port is ``port``, from
+    /proc/net/tcp (state ``0A`` listening, ``01`` established)."""
+    found = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if int(fields[1].rsplit(":", 1)[1], 16) == port:
+            found.append((fields[3], fields[9]))
+    return found
+
+
+def listeners(port: int) -> int:
+    """How many sockets listen on ``port``."""
+    return sum(1 for state, _ in tcp_sockets(port) if state == "0A")

@@ -1,0 +1,294 @@
+"""The production topology on loopback (docs/deploy.md): nginx terminating TLS in front
+of two ``svc-server serve`` instances of two processes each, one PostgreSQL, one Redis,
+``svc-ops chain run`` and ``svc-ops webhooks run`` as their own processes, a Hardhat node
+as the JSON-RPC chain, and the demo app's origin.
+
+Every process is the command an operator runs, configured only by ``SVCSRV_*`` variables;
+:meth:`Cluster.env` is the environment they share. The fault tests (tests/deploy/) kill
+and restart the parts through this class.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import secrets
+import ssl
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from eth_account import Account
+from web3 import HTTPProvider, Web3
+
+from ops.cluster.processes import Proc, Processes, free_port, listeners, wait_until
+from ops.cluster.services import (
+    HARDHAT_OWNER_KEY,
+    HARDHAT_RELAYER_KEY,
+    HardhatNode,
+    Postgres,
+    Redis,
+    send_transaction,
+    start_hardhat,
+    start_nginx,
+)
+from ops.cluster.tls import EdgeTls, make_edge_tls
+from payments.chain.contracts import load_artifact
+from router.dev import DEMO_PAY_TO
+
+BIN = Path(sys.executable).parent
+DOMAIN = "localhost"
+APPS_DOMAIN = f"apps.{DOMAIN}"
+SERVICE_HOSTS = [f"{name}.{DOMAIN}" for name in ("api", "portal", "console", "docs")]
+
+
+@dataclass
+class Options:
+    root: Path
+    edge_port: int = 8443
+    instances: int = 2
+    processes: int = 2  # per instance
+    durable: bool = True  # fsync on: a topology an operator tries; tests turn it off
+    chain_worker: bool = True
+    webhook_worker: bool = True
+    # Extra SVCSRV_* settings for every process (tests shorten timers with these).
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Instance:
+    port: int
+    proc: Proc | None = None
+
+
+class Cluster:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.root = options.root
+        self.logs = self.root / "logs"
+        self.procs = Processes()
+        self.postgres = Postgres(self.root / "pg", durable=options.durable)
+        self.redis = Redis(self.procs, self.logs)
+        self.instances = [Instance(free_port()) for _ in range(options.instances)]
+        self.secret_key = secrets.token_urlsafe(32)
+        self.chain: HardhatNode | None = None
+        self.tls: EdgeTls | None = None
+        self.demo: Proc | None = None
+        self.demo_port = free_port()
+        self.chain_worker: Proc | None = None
+        self.webhook_worker: Proc | None = None
+        self.nginx: Proc | None = None
+
+    # -- addresses ------------------------------------------------------------------------
+
+    def url(self, host: str) -> str:
+        return f"https://{host}:{self.options.edge_port}"
+
+    @property
+    def api_url(self) -> str:
+        return self.url(f"api.{DOMAIN}")
+
+    def runtime_url(self, slug: str) -> str:
+        return self.url(f"{slug}.{APPS_DOMAIN}")
+
+    @property
+    def database_url(self) -> str:
+        return self.postgres.url.rsplit("/", 1)[0] + "/svc"
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """The environment of every server and worker process."""
+        assert self.chain is not None
+        params = self.chain.params
+        base = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
+        edge = self.options.edge_port
+        values = {
+            # dev mode: the demo origin is on loopback, which production refuses, and mail
+            # is printed to the server's log instead of sent. Everything else is as
+            # production runs it (docs/deploy.md says what differs).
+            "MODE": "dev", "SECRET_KEY": self.secret_key,
+            "DATABASE_URL": self.database_url, "REDIS_URL": self.redis.url,
+            "BASE_URL": self.url(f"api.{DOMAIN}"), "PORTAL_URL": self.url(f"portal.{DOMAIN}"),
+            "CONSOLE_URL": self.url(f"console.{DOMAIN}"), "DOCS_URL": self.url(f"docs.{DOMAIN}"),
+            "APPS_DOMAIN": APPS_DOMAIN, "APPS_SCHEME": "https", "APPS_PORT": str(edge),
+            "TRUSTED_PROXIES": "127.0.0.1/32", "PROCESSES": str(self.options.processes),
+            "CHAIN_BACKEND": "json_rpc", "CHAIN_RPC_URL": self.chain.url,
+            "CHAIN_ID": str(params.chain_id), "SPENDER_ADDRESS": params.spender,
+            "USDC_ADDRESS": params.token, "USDC_NAME": params.token_name,
+            "USDC_VERSION": params.token_version, "RELAYER_KEY": HARDHAT_RELAYER_KEY,
+            "CHAIN_CONFIRMATIONS": "1", "CHAIN_WORKERS": "false", "WEBHOOK_WORKERS": "false",
+            **self.options.settings, **extra,
+        }
+        return {**base, **{f"SVCSRV_{k}": v for k, v in values.items()}}
+
+    # -- start and stop -------------------------------------------------------------------
+
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.postgres.init()
+        self.postgres.start()
+        with psycopg.connect(self.postgres.url, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE svc")
+        self.redis.start()
+        self.chain = start_hardhat(self.procs, self.logs)
+        self.tls = make_edge_tls(self.root / "tls", SERVICE_HOSTS, APPS_DOMAIN)
+        self._ops("migrate")
+        self._start_demo()
+        for index in range(len(self.instances)):
+            self.start_instance(index)
+        if self.options.chain_worker:
+            self.start_chain_worker()
+        if self.options.webhook_worker:
+            self.start_webhook_worker()
+        self.nginx = start_nginx(self.procs, self.root / "nginx", self.nginx_conf(),
+                                 self.options.edge_port)
+
+    def stop(self) -> None:
+        self.procs.stop_all()
+        self.postgres.stop()
+
+    def _ops(self, *args: str) -> str:
+        done = subprocess.run([str(BIN / "svc-ops"), *args], env=self.env(), text=True,
+                              capture_output=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"svc-ops {' '.join(args)} failed:\n{done.stderr}{done.stdout}")
+        return done.stdout
+
+    def _start_demo(self) -> None:
+        """The demo app (router.dev.seed_demo), its recipient allowlisted on the spender,
+        and its origin as a process of its own."""
+        assert self.chain is not None
+        origin = f"http://127.0.0.1:{self.demo_port}"
+        self.demo = self.procs.start("demo-origin", [
+            sys.executable, "-m", "ops.cluster.demo", "--port", str(self.demo_port),
+            "--origin", origin], self.logs / "demo-origin.log", env=self.env())
+        wait_until(lambda: _get(self.demo_port, f"127.0.0.1:{self.demo_port}",
+                                "/.well-known/svc.json")[0] == 200,
+                   "the demo origin answering", self.demo)
+        w3 = Web3(HTTPProvider(self.chain.url))
+        spender = w3.eth.contract(address=Web3.to_checksum_address(self.chain.params.spender),
+                                  abi=load_artifact("BudgetSpenderV2").abi)
+        send_transaction(w3, Account.from_key(HARDHAT_OWNER_KEY),
+              spender.functions.setAllowedRecipient(
+                  Web3.to_checksum_address(DEMO_PAY_TO), True))
+
+    def start_instance(self, index: int) -> Proc:
+        instance = self.instances[index]
+        proc = self.procs.start(f"server-{index + 1}", [str(BIN / "svc-server"), "serve"],
+                                self.logs / f"server-{index + 1}.log",
+                                env=self.env(BIND_PORT=str(instance.port)))
+        instance.proc = proc
+        wait_until(lambda: listeners(instance.port) >= self.options.processes
+                   and _get(instance.port, f"api.{DOMAIN}:{self.options.edge_port}",
+                            "/healthz")[0] == 200, f"server-{index + 1} serving", proc)
+        return proc
+
+    def kill_instance(self, index: int) -> None:
+        proc = self.instances[index].proc
+        if proc is not None:
+            proc.kill()
+            self.procs.forget(proc)
+            self.instances[index].proc = None
+
+    def start_chain_worker(self) -> Proc:
+        self.chain_worker = self.procs.start(
+            "chain-worker", [str(BIN / "svc-ops"), "chain", "run"],
+            self.logs / "chain-worker.log", env=self.env())
+        return self.chain_worker
+
+    def start_webhook_worker(self) -> Proc:
+        self.webhook_worker = self.procs.start(
+            "webhook-worker", [str(BIN / "svc-ops"), "webhooks", "run"],
+            self.logs / "webhook-worker.log", env=self.env())
+        return self.webhook_worker
+
+    def nginx_conf(self) -> str:
+        assert self.tls is not None
+        servers = "\n".join(f"        server 127.0.0.1:{i.port} max_fails=1 fail_timeout=5s;"
+                            for i in self.instances)
+        return NGINX_CONF.format(
+            user=_nginx_user(), prefix=self.root / "nginx", servers=servers,
+            edge_port=self.options.edge_port, cert=self.tls.cert, key=self.tls.key,
+            hosts=" ".join([*SERVICE_HOSTS, f"*.{APPS_DOMAIN}"]))
+
+    def client_context(self) -> ssl.SSLContext:
+        assert self.tls is not None
+        return ssl.create_default_context(cafile=str(self.tls.ca))
+
+
+def _get(port: int, host: str, path: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", path, headers={"Host": host})
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def _nginx_user() -> str:
+    # As root the master hands workers to `nobody`, whose group differs by distribution;
+    # keep them on the invoking user (they read the key file we wrote 0600).
+    if os.geteuid() != 0:
+        return ""
+    import grp
+    import pwd
+
+    return f"user {pwd.getpwuid(os.getuid()).pw_name} {grp.getgrgid(os.getgid()).gr_name};"
+
+
+# The edge: TLS for every host, one upstream of all instances. nginx is the first hop, so
+# it replaces X-Forwarded-For with the peer it saw; the servers believe it because
+# SVCSRV_TRUSTED_PROXIES names loopback. A connection refused by a dead instance is
+# retried on the next one (`proxy_next_upstream error`): nothing was sent yet, so this is
+# safe for a POST too; a request that was sent and then lost its instance is not retried
+# (`non_idempotent` is not set): the client sees a 502 and retries with its idempotency key.
+NGINX_CONF = """\
+worker_processes 2;
+{user}
+pid {prefix}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log {prefix}/access.log;
+    client_body_temp_path {prefix}/client_body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    map $http_upgrade $connection_upgrade {{ default upgrade; '' ''; }}
+    upstream svc {{
+{servers}
+        keepalive 64;
+    }}
+    server {{
+        listen 127.0.0.1:{edge_port} ssl;
+        server_name {hosts};
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        ssl_protocols TLSv1.2 TLSv1.3;
+        client_max_body_size 64m;
+        location / {{
+            proxy_pass http://svc;
+            proxy_http_version 1.1;
+            proxy_set_header Host $http_host;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_set_header X-Forwarded-For $remote_addr;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_set_header X-Forwarded-Host $http_host;
+            proxy_next_upstream error timeout;
+            proxy_connect_timeout 2s;
+            proxy_read_timeout 60s;
+            proxy_buffering off;
+        }}
+    }}
+}}
+"""
