@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -16,11 +17,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+# Below Linux's ephemeral range (32768-60999 by default): a port handed out here and bound
+# a moment later by a server cannot meanwhile become the source port of some outgoing
+# connection, which an ephemeral port (bind to 0) can under connection churn.
+_PORTS = (20000, 32000)
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    for _ in range(200):
+        port = random.randrange(*_PORTS)  # noqa: S311 (not a secret)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {_PORTS}")
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -92,12 +93,12 @@ class Postgres:
             return None
 
     def stop(self) -> None:
-        """A "fast" shutdown (SIGTERM): clients are disconnected, nothing is lost."""
+        """A "fast" shutdown: clients are disconnected, committed work is kept."""
         pid = self.pid()
         if pid is None:
             return
         try:
-            os.kill(pid, 15)
+            os.kill(pid, signal.SIGINT)  # "fast": SIGTERM is "smart", which waits for clients
         except ProcessLookupError:
             return
         wait_until(lambda: not (self.data / "postmaster.pid").exists(), "PostgreSQL stopped",

@@ -16,6 +16,7 @@ import secrets
 import ssl
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,7 +70,12 @@ class Cluster:
         self.root = options.root
         self.logs = self.root / "logs"
         self.procs = Processes()
-        self.postgres = Postgres(self.root / "pg", durable=options.durable)
+        # PostgreSQL runs as its own user, who must reach its data directory: under our
+        # root when every parent lets it through, else in a directory made for it.
+        self._pg_outside = not _traversable(self.root)
+        pg_root = (Path(tempfile.mkdtemp(prefix="svc-cluster-pg-")) if self._pg_outside
+                   else self.root / "pg")
+        self.postgres = Postgres(pg_root, durable=options.durable)
         self.redis = Redis(self.procs, self.logs)
         self.instances = [Instance(free_port()) for _ in range(options.instances)]
         self.secret_key = secrets.token_urlsafe(32)
@@ -139,8 +145,11 @@ class Cluster:
             conn.execute("CREATE DATABASE svc")
         self.redis.start()
         self.chain = start_hardhat(self.procs, self.logs)
-        self.tls = make_edge_tls(self.root / "tls", SERVICE_HOSTS, APPS_DOMAIN)
-        self._ops("migrate")
+        # 127.0.0.1 too: Python clients cannot resolve *.localhost, so they connect to the
+        # address and name the host in the Host header (nginx has one server block).
+        self.tls = make_edge_tls(self.root / "tls", [*SERVICE_HOSTS, "127.0.0.1"],
+                                 APPS_DOMAIN)
+        self.ops("migrate")
         self._start_demo()
         for index in range(len(self.instances)):
             self.start_instance(index)
@@ -154,8 +163,11 @@ class Cluster:
     def stop(self) -> None:
         self.procs.stop_all()
         self.postgres.stop()
+        if self._pg_outside:
+            self.postgres.remove()
 
-    def _ops(self, *args: str) -> str:
+    def ops(self, *args: str) -> str:
+        """Run ``svc-ops`` with the topology's environment; its output."""
         done = subprocess.run([str(BIN / "svc-ops"), *args], env=self.env(), text=True,
                               capture_output=True, timeout=120, check=False)
         if done.returncode != 0:
@@ -223,6 +235,22 @@ class Cluster:
         assert self.tls is not None
         return ssl.create_default_context(cafile=str(self.tls.ca))
 
+    @property
+    def edge(self) -> str:
+        """The edge by address, for clients that cannot resolve ``*.localhost``."""
+        return f"https://127.0.0.1:{self.options.edge_port}"
+
+    def host(self, name: str) -> str:
+        """The Host header for ``name`` (``api``, ``portal``, an app slug...)."""
+        suffix = DOMAIN if name in ("api", "portal", "console", "docs") else APPS_DOMAIN
+        return f"{name}.{suffix}:{self.options.edge_port}"
+
+    def access_log(self) -> list[str]:
+        try:
+            return (self.root / "nginx" / "access.log").read_text().splitlines()
+        except OSError:
+            return []
+
 
 def _get(port: int, host: str, path: str) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
@@ -232,6 +260,15 @@ def _get(port: int, host: str, path: str) -> tuple[int, bytes]:
         return response.status, response.read()
     finally:
         conn.close()
+
+
+def _traversable(path: Path) -> bool:
+    """Whether any user can reach ``path``'s children (o+x on it and every parent)."""
+    path = path.resolve()
+    for part in (path, *path.parents):
+        if part.exists() and not part.stat().st_mode & 0o001:
+            return False
+    return True
 
 
 def _nginx_user() -> str:
@@ -257,7 +294,10 @@ worker_processes 2;
 pid {prefix}/nginx.pid;
 events {{ worker_connections 4096; }}
 http {{
-    access_log {prefix}/access.log;
+    # Which instance answered each request: the fault tests read it.
+    log_format edge '$status $request_method $http_host$request_uri $upstream_addr '
+                    '$upstream_status $request_time';
+    access_log {prefix}/access.log edge;
     client_body_temp_path {prefix}/client_body;
     proxy_temp_path {prefix}/proxy;
     fastcgi_temp_path {prefix}/fastcgi;
