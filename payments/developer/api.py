@@ -25,7 +25,14 @@ from payments.developer.models import ApiKey, CliGrant
 from payments.developer.services import DeveloperServices
 from payments.developer.views import app_view, grant_view, key_view
 from payments.errors import ApiError
-from payments.http import field_int, field_str, field_str_list, read_json, required_str
+from payments.http import (
+    field_int,
+    field_str,
+    field_str_list,
+    json_after_auth,
+    read_json,
+    required_str,
+)
 from payments.models import App, AppType, Product
 from payments.products import TEMPLATES, apply_product_fields, create_product, product_view
 from payments.ratelimit import Limit, enforce
@@ -109,18 +116,19 @@ class DeveloperApi:
         return JSONResponse(await self._as(request, work))
 
     async def create_app(self, request: Request) -> Response:
-        body = await read_json(request)
-        name = required_str(body, "name", 120)
-        slug = field_str(body, "slug", required=False, max_length=63)
-        app_type = field_str(body, "type", required=False, default="Game")
-        if app_type not in {t.value for t in AppType}:
-            raise ApiError("invalid_field", 422, "'type' must be Game or Application.",
-                           field="type")
-        headline = field_str(body, "headline", required=False, max_length=200, default="")
-        pay_to = field_str(body, "payTo", required=False, max_length=42)
-        tags = field_str_list(body, "tags") or []
+        read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
+            body = read_body()
+            name = required_str(body, "name", 120)
+            slug = field_str(body, "slug", required=False, max_length=63)
+            app_type = field_str(body, "type", required=False, default="Game")
+            if app_type not in {t.value for t in AppType}:
+                raise ApiError("invalid_field", 422, "'type' must be Game or Application.",
+                               field="type")
+            headline = field_str(body, "headline", required=False, max_length=200, default="")
+            pay_to = field_str(body, "payTo", required=False, max_length=42)
+            tags = field_str_list(body, "tags") or []
             app = create_developer_app(session, who, name=name, slug=slug,
                                        app_type=AppType(app_type), headline=headline or "",
                                        pay_to=pay_to, tags=tags)
@@ -137,21 +145,22 @@ class DeveloperApi:
 
     async def update_app(self, request: Request) -> Response:
         ref = request.path_params["app"]
-        body = await read_json(request)
-        changes: dict[str, Any] = {}
-        for wire, limit in (("name", 120), ("headline", 200), ("entryUrl", 2048)):
-            value = field_str(body, wire, required=False, max_length=limit)
-            if value is not None:
-                changes[wire] = value
-        pay_to = field_str(body, "payTo", required=False, max_length=42)
-        app_type = field_str(body, "type", required=False)
-        if app_type is not None and app_type not in {t.value for t in AppType}:
-            raise ApiError("invalid_field", 422, "'type' must be Game or Application.",
-                           field="type")
-        tags = field_str_list(body, "tags")
-        targets = field_str_list(body, "distributionTargets")
+        read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
+            body = read_body()
+            changes: dict[str, Any] = {}
+            for wire, limit in (("name", 120), ("headline", 200), ("entryUrl", 2048)):
+                value = field_str(body, wire, required=False, max_length=limit)
+                if value is not None:
+                    changes[wire] = value
+            pay_to = field_str(body, "payTo", required=False, max_length=42)
+            app_type = field_str(body, "type", required=False)
+            if app_type is not None and app_type not in {t.value for t in AppType}:
+                raise ApiError("invalid_field", 422, "'type' must be Game or Application.",
+                               field="type")
+            tags = field_str_list(body, "tags")
+            targets = field_str_list(body, "distributionTargets")
             app = who.app(session, ref, "apps:write")
             if "name" in changes:
                 if not changes["name"].strip():
@@ -185,20 +194,21 @@ class DeveloperApi:
 
     async def create_product(self, request: Request) -> Response:
         ref = request.path_params["app"]
-        body = await read_json(request)
+        read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "products:write")
-            product = create_product(session, app, body)
+            product = create_product(session, app, read_body())
             return {"product": product_view(product, self.s.base_url, app.slug)}
         return JSONResponse(await self._as(request, work), status_code=201)
 
     async def update_product(self, request: Request) -> Response:
         ref, product_ref = request.path_params["app"], request.path_params["product"]
-        body = await read_json(request)
+        read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "products:write")
+            body = read_body()
             product = session.scalar(select(Product).where(
                 Product.app_id == app.id,
                 (Product.id == product_ref) | (Product.slug == product_ref)))
@@ -221,13 +231,14 @@ class DeveloperApi:
 
     async def create_key(self, request: Request) -> Response:
         ref = request.path_params["app"]
-        body = await read_json(request)
-        label = field_str(body, "label", required=False, max_length=120, default="")
-        scopes = field_str_list(body, "scopes")
-        environment = field_str(body, "environment", required=False, default="test")
+        read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "keys:create")
+            body = read_body()
+            label = field_str(body, "label", required=False, max_length=120, default="")
+            scopes = field_str_list(body, "scopes")
+            environment = field_str(body, "environment", required=False, default="test")
             assert app.organization_id is not None
             created = create_key(session, organization_id=app.organization_id, app_id=app.id,
                                  label=label or "", scopes=scopes,
@@ -240,14 +251,16 @@ class DeveloperApi:
 
     async def update_key(self, request: Request) -> Response:
         ref, key_id = request.path_params["app"], request.path_params["key"]
-        body = await read_json(request)
-        label = field_str(body, "label", required=False, max_length=120)
-        scopes = field_str_list(body, "scopes")
-        if label is None and scopes is None:
-            raise ApiError("missing_field", 422, "Send 'label' and/or 'scopes' to change.")
+        read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
-            key = _app_key(session, who.app(session, ref, "keys:create"), key_id)
+            app = who.app(session, ref, "keys:create")
+            body = read_body()
+            label = field_str(body, "label", required=False, max_length=120)
+            scopes = field_str_list(body, "scopes")
+            if label is None and scopes is None:
+                raise ApiError("missing_field", 422, "Send 'label' and/or 'scopes' to change.")
+            key = _app_key(session, app, key_id)
             update_key(key, label=label, scopes=scopes)
             session.flush()
             return {"key": key_view(key)}
@@ -299,16 +312,17 @@ class DeveloperApi:
 
     async def answer_cli_request(self, request: Request) -> Response:
         """Approve or deny a pending CLI sign-in; a console session only, never a grant."""
-        body = await read_json(request)
-        code = required_str(body, "userCode", 32)
-        decision = required_str(body, "decision", 16)
-        if decision not in ("approve", "deny"):
-            raise ApiError("invalid_field", 422, "'decision' must be approve or deny.",
-                           field="decision")
-        app_ref = field_str(body, "app", required=False, max_length=63)
+        read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             who.require_session("Approving a CLI sign-in")
+            body = read_body()
+            code = required_str(body, "userCode", 32)
+            decision = required_str(body, "decision", 16)
+            if decision not in ("approve", "deny"):
+                raise ApiError("invalid_field", 422, "'decision' must be approve or deny.",
+                               field="decision")
+            app_ref = field_str(body, "app", required=False, max_length=63)
             return answer_cli_request(session, who, code, decision, app_ref, self.s.clock())
         return JSONResponse(await self._as(request, work, self.s.limits.grant_approval))
 

@@ -27,7 +27,7 @@ from manifest.verify import Report, verify_runtime
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
-from payments.http import field_str, read_json
+from payments.http import field_str, json_after_auth
 from payments.models import App
 from payments.ratelimit import Limit
 from payments.runtime import operations
@@ -99,11 +99,12 @@ class RuntimeApi:
 
     async def configure(self, request: Request) -> Response:
         ref = request.path_params["app"]
-        body = await read_json(request)
+        read_body = await json_after_auth(request)
+        await self._limit(request, CHANGE_LIMIT)  # authenticates first
+        body = read_body()
         origin = self._origin(field_str(body, "origin", max_length=2048))
         app_path = _path(body, "appPath")
         entry_path = _path(body, "entryPath")
-        await self._limit(request, CHANGE_LIMIT)
 
         def work(session: Session, who: Principal) -> tuple[dict[str, Any], bool]:
             app = who.app(session, ref, WRITE_SCOPE)

@@ -24,7 +24,7 @@ from payments.chain.params import ChainParams
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
-from payments.http import field_str, field_str_list, read_json, required_str
+from payments.http import field_str, field_str_list, json_after_auth, required_str
 from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
 from payments.models import App
 from payments.ratelimit import Limit
@@ -115,11 +115,12 @@ class WebhookApi:
 
     async def create(self, request: Request) -> Response:
         ref = request.path_params["app"]
-        body = await read_json(request)
+        read_body = await json_after_auth(request)
+        await self._limit(request, self.s.limits.management)  # authenticates first
+        body = read_body()
         url = required_str(body, "url", 8192)
         events = endpoints.parse_events(field_str_list(body, "events", max_items=10),
                                         default=endpoints.DEFAULT_EVENTS)
-        await self._limit(request, self.s.limits.management)
         await self._resolved(request, ref, url)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
@@ -133,7 +134,9 @@ class WebhookApi:
 
     async def update(self, request: Request) -> Response:
         ref, hook = request.path_params["app"], request.path_params["webhook"]
-        body = await read_json(request)
+        read_body = await json_after_auth(request)
+        await self._limit(request, self.s.limits.management)  # authenticates first
+        body = read_body()
         url = field_str(body, "url", required=False, max_length=8192)
         raw_events = field_str_list(body, "events", max_items=10)
         events = None if raw_events is None else endpoints.parse_events(raw_events, default=None)
@@ -141,7 +144,6 @@ class WebhookApi:
         if enabled is not None and not isinstance(enabled, bool):
             raise ApiError("invalid_field", 422, "'enabled' must be true or false.",
                            field="enabled")
-        await self._limit(request, self.s.limits.management)
         if url is not None:
             await self._resolved(request, ref, url)
 
