@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -38,7 +38,62 @@ TEMPLATES_BY_KEY = {t.key: t for t in TEMPLATES}
 TIP_MIN_ATOMIC, TIP_MAX_ATOMIC = 10_000, 10_000_000
 
 
-def product_view(product: Product, base_url: str, app_slug: str) -> dict[str, Any]:
+class ProductFields(Protocol):
+    """What the field rules and the wire view read and write: a ``Product`` row, or a
+    :class:`ProductDraft` of one."""
+
+    @property
+    def id(self) -> str | None: ...
+    @property
+    def template(self) -> str: ...
+    slug: str
+    sku: str
+    name: str
+    price_atomic: int
+    risk_mode: RiskMode
+    pricing: Pricing
+    min_amount_atomic: int | None
+    max_amount_atomic: int | None
+    trusted_charge_enabled: bool
+    trusted_charge_proof_required: bool
+    trusted_charge_max_atomic: int | None
+    fulfillment_adapter: str
+    fulfillment_config: dict[str, Any]
+    status: ProductStatus
+
+
+@dataclass
+class ProductDraft:
+    """A product's fields outside the ORM, for checking a change before making it (the
+    config plan drafts every product of a file: an ORM row would cost its attribute
+    events and a place in the session each time). The defaults are a new row's."""
+
+    id: str | None = None
+    template: str = "custom"
+    slug: str = ""
+    sku: str = ""
+    name: str = ""
+    price_atomic: int = 0  # a new product must be given one (apply_product_fields)
+    risk_mode: RiskMode = RiskMode.OPTIMISTIC
+    pricing: Pricing = Pricing.FIXED
+    min_amount_atomic: int | None = None
+    max_amount_atomic: int | None = None
+    trusted_charge_enabled: bool = False
+    trusted_charge_proof_required: bool = True
+    trusted_charge_max_atomic: int | None = None
+    fulfillment_adapter: str = "webhook"
+    fulfillment_config: dict[str, Any] = field(default_factory=dict)
+    status: ProductStatus = ProductStatus.ACTIVE
+
+    @classmethod
+    def of(cls, product: Product) -> ProductDraft:
+        return cls(**{name: getattr(product, name) for name in DRAFT_FIELDS})
+
+
+DRAFT_FIELDS = tuple(ProductDraft.__dataclass_fields__)
+
+
+def product_view(product: ProductFields, base_url: str, app_slug: str) -> dict[str, Any]:
     return {
         "id": product.id, "slug": product.slug, "sku": product.sku, "name": product.name,
         "priceAtomic": str(product.price_atomic), "template": product.template,
@@ -62,6 +117,19 @@ def _opt_str(value: int | None) -> str | None:
 
 def create_product(session: Session, app: App, spec: dict[str, Any]) -> Product:
     """Create a product from a template key and/or explicit fields (wire names of 2.3)."""
+    product = new_product(app, spec)
+    session.add(product)
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError:
+        raise ApiError("product_exists", 409, f"This app already has a product with slug "
+                       f"'{product.slug}' or sku '{product.sku}'.") from None
+    return product
+
+
+def new_product(app: App, spec: dict[str, Any]) -> Product:
+    """The product ``spec`` describes, checked, not yet in a session."""
     template = None
     if (key := spec.get("template")) is not None:
         template = TEMPLATES_BY_KEY.get(key) if isinstance(key, str) else None
@@ -80,17 +148,11 @@ def create_product(session: Session, app: App, spec: dict[str, Any]) -> Product:
             product.pricing = Pricing.FIXED
             product.price_atomic = template.price_atomic
     apply_product_fields(product, spec, creating=template is None)
-    session.add(product)
-    try:
-        with session.begin_nested():
-            session.flush()
-    except IntegrityError:
-        raise ApiError("product_exists", 409, f"This app already has a product with slug "
-                       f"'{product.slug}' or sku '{product.sku}'.") from None
     return product
 
 
-def apply_product_fields(product: Product, spec: dict[str, Any], *, creating: bool) -> None:
+def apply_product_fields(product: ProductFields, spec: dict[str, Any], *,
+                         creating: bool) -> None:
     for wire, attr in (("slug", "slug"), ("sku", "sku"), ("name", "name")):
         value = spec.get(wire)
         if value is None:
@@ -136,7 +198,7 @@ def apply_product_fields(product: Product, spec: dict[str, Any], *, creating: bo
     _check_pricing(product)
 
 
-def _apply_policy(product: Product, policy: Any) -> None:
+def _apply_policy(product: ProductFields, policy: Any) -> None:
     if policy is None:
         return
     trusted = policy.get("trustedServerCharge") if isinstance(policy, dict) else None
@@ -156,7 +218,7 @@ def _apply_policy(product: Product, policy: Any) -> None:
                                              else atomic_amount(raw, "maxAmountAtomic"))
 
 
-def _check_pricing(product: Product) -> None:
+def _check_pricing(product: ProductFields) -> None:
     if product.pricing == Pricing.DYNAMIC_ORDER:
         low, high = product.min_amount_atomic, product.max_amount_atomic
         if low is None or high is None or low <= 0 or low > high:

@@ -27,10 +27,10 @@ from starlette.routing import Route
 from manifest.url_policy import UrlRefused, check_webhook_url
 from payments.config.apply import apply_config
 from payments.config.document import Problem, check_document, check_mode
+from payments.config.history import revision_detail, revision_view, revisions_of
 from payments.config.models import ConfigRevision
 from payments.config.plan import Context, Plan, make_plan
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
-from payments.developer.models import Developer
 from payments.errors import ApiError
 from payments.http import field_str, json_after_auth, required_str
 from payments.ids import IdPrefix
@@ -204,20 +204,14 @@ class ConfigApi:
                 raise ApiError("missing_field", 422, "Name the app: ?app=<id or slug>.",
                                field="app")
             app = who.app(session, ref, READ)
-            found = session.scalars(select(ConfigRevision).where(
-                ConfigRevision.app_id == app.id).order_by(ConfigRevision.number.desc())).all()
-            names = developer_names(session, {r.applied_by for r in found})
-            return {"app": app.slug, "revisions": [revision_view(r, names) for r in found]}
+            return {"app": app.slug, "revisions": revisions_of(session, app.id).revisions}
         return JSONResponse(await self._as(request, work))
 
     async def revision(self, request: Request) -> Response:
         ref = request.path_params["revision"]
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
-            revision = _revision(session, who, ref, READ)
-            names = developer_names(session, {revision.applied_by})
-            return {"revision": {**revision_view(revision, names), "config": revision.config,
-                                 "ops": revision.ops}}
+            return {"revision": revision_detail(session, _revision(session, who, ref, READ))}
         return JSONResponse(await self._as(request, work))
 
 
@@ -257,23 +251,6 @@ def _revision(session: Session, who: Principal, ref: str, scope: str) -> ConfigR
         raise ApiError("config_revision_not_found", 404, f"No config revision '{ref}'.")
     who.app(session, app.id, scope)
     return revision
-
-
-def developer_names(session: Session, ids: set[str]) -> dict[str, str]:
-    if not ids:
-        return {}
-    return dict(session.execute(select(Developer.id, Developer.username)
-                                .where(Developer.id.in_(ids))).all())
-
-
-def revision_view(revision: ConfigRevision,
-                  names: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"id": revision.id, "number": revision.number, "appId": revision.app_id,
-            "mode": revision.mode, "summary": revision.summary,
-            "appliedBy": {"developerId": revision.applied_by,
-                          "username": (names or {}).get(revision.applied_by)},
-            "via": revision.via, "rollbackOf": revision.rollback_of,
-            "createdAt": revision.created_at.isoformat()}
 
 
 __all__ = ["ConfigApi", "Plan"]

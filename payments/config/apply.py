@@ -1,7 +1,7 @@
 """Carrying out a plan, and recording it as a revision, in the caller's one transaction.
 
 Each op goes through the function the rest of the API uses for the same change
-(``create_product``, ``apply_product_fields``, ``operations.configure``, the webhook
+(``new_product``, ``apply_product_fields``, ``operations.configure``, the webhook
 endpoint functions), so config-as-code cannot do what the API would refuse.
 """
 
@@ -23,7 +23,7 @@ from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal
 from payments.errors import ApiError
 from payments.models import App, Product, ProductStatus
-from payments.products import apply_product_fields, create_product
+from payments.products import apply_product_fields, new_product
 from payments.runtime import operations
 from payments.webhooks import endpoints
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
@@ -70,10 +70,10 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
         if op.resource == "runtime" and op.op != "unchanged":
             operations.configure(session, target, op.spec["origin"], op.spec["appPath"],
                                  target.runtime_entry_path or "/")
-        elif op.resource == "product":
-            ids["products"][op.key] = _apply_product(session, target, op)
         elif op.resource == "webhook":
             ids["webhook"] = _apply_webhook(session, target, op, context, box, now, secrets)
+    ids["products"] = apply_product_ops(session, target,
+                                        [op for op in plan.ops if op.resource == "product"])
     revision = None
     if plan.changes_anything:
         revision = ConfigRevision(
@@ -118,17 +118,32 @@ def _apply_app(session: Session, who: Principal, app: App | None, op: Op) -> App
     return app
 
 
-def _apply_product(session: Session, app: App, op: Op) -> str:
-    if op.op == "create":
-        return create_product(session, app, op.spec).id
-    product = session.scalar(select(Product).where(Product.app_id == app.id,
-                                                   Product.slug == op.key))
-    assert product is not None and op.id == product.id
-    if op.op == "update":
-        apply_product_fields(product, op.spec, creating=False)
-    elif op.op == "disable":
-        product.status = ProductStatus.DISABLED
-    return product.id
+def apply_product_ops(session: Session, app: App, ops: list[Op]) -> dict[str, str]:
+    """Carry out the product ops; slug -> id of every declared product.
+
+    A file may hold hundreds of products: the app's rows are loaded in one query (not one
+    per op), unchanged ones are left alone, and new ones are inserted in one flush (the
+    plan, made in this transaction under the app's lock, already found their slugs and
+    skus free)."""
+    rows = ({p.id: p for p in session.scalars(select(Product).where(Product.app_id == app.id))}
+            if any(op.op in ("update", "disable") for op in ops) else {})
+    created: dict[str, Product] = {}
+    for op in ops:
+        if op.op == "create":
+            created[op.key] = new_product(app, op.spec)
+        elif op.op == "update":
+            apply_product_fields(rows[str(op.id)], op.spec, creating=False)
+        elif op.op == "disable":
+            rows[str(op.id)].status = ProductStatus.DISABLED
+    if created:
+        session.add_all(created.values())
+        try:  # no savepoint: a refusal rolls the whole apply back
+            session.flush()
+        except IntegrityError:  # the product API created one of these slugs meanwhile
+            raise ApiError("product_exists", 409, "A product with one of the file's slugs or "
+                           "skus was created while this apply ran; nothing was changed: plan "
+                           "again.") from None
+    return {op.key: created[op.key].id if op.op == "create" else str(op.id) for op in ops}
 
 
 def _apply_webhook(session: Session, app: App, op: Op, context: Context, box: SecretBox,

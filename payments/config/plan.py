@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import inspect, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from manifest.url_policy import UrlPolicy, UrlRefused, check_runtime_origin, check_webhook_url
@@ -26,7 +26,7 @@ from payments.config.models import ConfigRevision
 from payments.developer.models import ApiKey
 from payments.errors import ApiError
 from payments.models import App, AppType, Product, ProductStatus, RuntimeStatus
-from payments.products import apply_product_fields, product_view
+from payments.products import ProductDraft, apply_product_fields, product_view
 from payments.slugs import check_slug
 from payments.webhooks.endpoints import DEFAULT_EVENTS
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
@@ -193,21 +193,6 @@ def _runtime_op(app: App | None, declared: dict[str, Any], context: Context,
     return Op("update" if changes else "unchanged", "runtime", origin, changes, spec=wanted)
 
 
-def _scratch(product: Product | None, app_id: str) -> Product:
-    """A detached copy to apply fields to: validation without touching the real row."""
-    scratch = Product(app_id=app_id, template="custom", fulfillment_config={},
-                      status=ProductStatus.ACTIVE, fulfillment_adapter="webhook")
-    for attribute in inspect(Product).column_attrs:
-        if product is not None:
-            setattr(scratch, attribute.key, getattr(product, attribute.key))
-            continue
-        default = attribute.columns[0].default  # what an insert would write
-        if getattr(scratch, attribute.key) is None and default is not None \
-                and default.is_scalar:
-            setattr(scratch, attribute.key, default.arg)
-    return scratch
-
-
 def _flat(view: dict[str, Any]) -> dict[str, Any]:
     trusted = view["riskPolicy"]["trustedServerCharge"]
     flat = {k: view.get(k) for k in PRODUCT_FIELDS if "." not in k}
@@ -230,16 +215,17 @@ def _product_ops(session: Session, app: App | None, declared: list[dict[str, Any
             plan.errors.append(Problem(json_path(["products", index, "sku"]), "product_exists",
                                        f"sku '{owner.sku}' belongs to product '{owner.slug}'."))
             continue
-        scratch = _scratch(current, app.id if app else "")
+        # Checked on a draft: the real row changes only in apply, with these same rules.
+        draft = ProductDraft.of(current) if current is not None else ProductDraft()
         try:
-            apply_product_fields(scratch, spec, creating=current is None)
+            apply_product_fields(draft, spec, creating=current is None)
         except ApiError as error:
             where = error.extra.get("field")
             path = json_path(["products", index, *str(where).split(".")]) if where else \
                 json_path(["products", index])
             plan.errors.append(Problem(path, error.code, error.message))
             continue
-        after = _flat(product_view(scratch, "", ""))
+        after = _flat(product_view(draft, "", ""))
         if current is None:
             ops.append(Op("create", "product", wanted["slug"],
                           [Change(k, None, v) for k, v in after.items() if v is not None],

@@ -38,6 +38,9 @@ CONSOLE_STYLE = STYLE + (
     "background:#fff8e1;border:1px solid #e0c36a}.hint{color:#5b6475;font-size:.9rem}"
     ".row{display:flex;gap:.5rem;flex-wrap:wrap;align-items:center}"
     "button:disabled{opacity:.55;cursor:not-allowed}td code{white-space:nowrap}"
+    "pre{background:#eef0f4;padding:.75rem;border-radius:6px;overflow:auto}"
+    "pre code{padding:0}ul.changes{margin:0;padding-left:1rem}"
+    "ul.changes code{white-space:pre-wrap;word-break:break-word}"
 )
 
 SECURITY_HEADERS = {

@@ -141,6 +141,7 @@ def test_apply_from_an_empty_organization_creates_everything_and_again_changes_n
                                                     Product.slug == "skin"))
         assert skin is not None and skin.price_atomic == 250_000 and skin.sku == "skin-1"
         assert skin.trusted_charge_enabled and skin.trusted_charge_max_atomic == 300_000
+        assert result["ids"]["products"]["skin"] == skin.id
         hook = session.scalar(select(WebhookEndpoint).where(WebhookEndpoint.app_id == app.id))
         assert hook is not None and hook.events == ["payment.delivered", "payment.settled"]
         stored = session.scalars(select(ConfigRevision)).all()
