@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -19,7 +18,7 @@ from payments.developer.tokens import token_hash
 from payments.errors import ApiError
 from payments.models import App, PayToStatus
 from tests.factories import add_developer, add_owned_app, open_console_session
-from tests.router.conftest import RouterFactory, RunningRouter
+from tests.router.conftest import RunningRouter
 
 
 @dataclass
@@ -61,14 +60,6 @@ class World:
         token: str = issued.json()["token"]
         assert token.startswith("zcli_")
         return token
-
-
-@pytest.fixture
-def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[World]:
-    developer_id, org_id = add_developer(sessions)
-    add_owned_app(sessions, org_id, "game")
-    with start_router() as router:
-        yield World(router, sessions, developer_id, org_id)
 
 
 def test_grant_scopes_and_app_binding(world: World) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.developer.test_api import World, world  # noqa: F401  (the fixture)
+from tests.developer.test_api import World
 
 P = "/api/developer"
 # Every developer endpoint that takes a body and needs a principal.
@@ -50,7 +50,7 @@ def test_without_valid_credentials_every_body_gets_the_same_401(
         assert expected.status_code == 401
         code = expected.json()["code"]
         failures = []
-        for method, path in ENDPOINTS:
+        for method, path in endpoints:
             for name, content, media in BODIES:
                 try:
                     answer = api.request(method, path, content=content,
