@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         failure = error
     except ApiFailure as answer:
         failure = for_api_failure(answer.status, answer.code, answer.message,
-                                  _text(answer.body.get("command")))
+                                  _text(answer.body.get("command")), answer.errors)
     except ServiceUnreachable as exc:
         failure = CliError(f"{exc}. Check the API URL (--api-url, SVC_API_URL or api_url in "
                            "svc.toml) and your network.", ExitCode.NETWORK, code="unreachable")
