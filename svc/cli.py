@@ -15,6 +15,8 @@ from svc.client import ApiFailure, ServiceUnreachable
 from svc.commands import (
     apps,
     auth,
+    config,
+    configure,
     doctor,
     export,
     keys,
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         failure = error
     except ApiFailure as answer:
         failure = for_api_failure(answer.status, answer.code, answer.message,
-                                  _text(answer.body.get("command")))
+                                  _text(answer.body.get("command")), answer.errors)
     except ServiceUnreachable as exc:
         failure = CliError(f"{exc}. Check the API URL (--api-url, SVC_API_URL or api_url in "
                            "svc.toml) and your network.", ExitCode.NETWORK, code="unreachable")
@@ -68,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--api-url", metavar="URL",
                         help="the API origin (else SVC_API_URL, svc.toml api_url, the grant's)")
     _auth_commands(groups, common)
-    for group in (apps, products, orders, price, keys, export, doctor):
+    for group in (config, apps, products, orders, price, keys, export, doctor, configure):
         group.register(groups, common)
     _runtime_commands(groups, common)
     _webhook_commands(groups, common)

@@ -27,6 +27,9 @@ class ApiFailure(Exception):
         self.body = body
         self.code = str(body.get("code") or f"http_{status}")
         self.message = str(body.get("message") or f"The service answered HTTP {status}.")
+        # Per-field problems (``{path, code, message}``), e.g. each JSON path of a config.
+        self.errors = [{k: str(e.get(k, "")) for k in ("path", "code", "message")}
+                       for e in body.get("errors") or [] if isinstance(e, dict)]
         super().__init__(f"{self.code}: {self.message}")
 
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import argparse
 
-from svc.client import DeveloperClient
+from svc.client import DEFAULT_TIMEOUT, DeveloperClient
 from svc.errors import CliError, ExitCode, not_signed_in
 from svc.grant_store import GrantStore, StoredGrant
 from svc.project import api_url_from_environment
 
 
-def signed_in(args: argparse.Namespace) -> tuple[DeveloperClient, StoredGrant]:
+def signed_in(args: argparse.Namespace, timeout: float = DEFAULT_TIMEOUT
+              ) -> tuple[DeveloperClient, StoredGrant]:
     stored = GrantStore().load()
     if stored is None:
         raise not_signed_in()
-    return DeveloperClient(issuer_url(args, stored), stored.token), stored
+    return DeveloperClient(issuer_url(args, stored), stored.token, timeout=timeout), stored
 
 
 def issuer_url(args: argparse.Namespace, stored: StoredGrant) -> str:

@@ -13,23 +13,18 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from sqlalchemy import update
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import transaction, utcnow
 from payments.developer.models import CliGrant
-from router.app import create_app
-from tests.factories import add_developer, add_owned_app, open_console_session
-from tests.support.router import router_settings
-from tests.support.servers import serve_router
+from tests.factories import open_console_session
 
 SVC = str(Path(sys.executable).with_name("svc"))
 
@@ -89,16 +84,6 @@ class World:
     def token(self) -> str:
         token: str = json.loads(self.grant_file.read_text())["token"]
         return token
-
-
-@pytest.fixture
-def world(db_url: str, sessions: sessionmaker[Session], tmp_path: Path) -> Iterator[World]:
-    developer_id, org_id = add_developer(sessions)
-    add_owned_app(sessions, org_id, "game")
-    settings = router_settings(db_url)
-    settings = replace(settings, base_url=f"http://127.0.0.1:{settings.bind_port}")
-    with serve_router(create_app(settings), settings) as url:
-        yield World(url, settings.bind_port, sessions, developer_id, tmp_path)
 
 
 def last_json(text: str) -> dict[str, Any]:

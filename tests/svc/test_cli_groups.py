@@ -9,43 +9,25 @@ import os
 import stat
 import subprocess
 import tomllib
-from collections.abc import Iterator
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import select, update
-from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import transaction
 from payments.developer.models import ApiKey
 from payments.models import App, Product
-from router.app import create_app
 from svc.env_file import parse_env
-from tests.factories import add_developer, add_owned_app
-from tests.support.router import router_settings
-from tests.support.servers import serve_router
 from tests.svc.test_cli_end_to_end import SVC, World
 
 PAY_TO = "0x" + "ab" * 20
 
 
-@pytest.fixture
-def world(db_url: str, sessions: sessionmaker[Session], tmp_path: Path) -> Iterator[World]:
-    developer_id, org_id = add_developer(sessions)
-    add_owned_app(sessions, org_id, "game")
-    settings = router_settings(db_url)
-    settings = replace(settings, base_url=f"http://127.0.0.1:{settings.bind_port}")
-    with serve_router(create_app(settings), settings) as url:
-        yield World(url, settings.bind_port, sessions, developer_id, tmp_path)
-
-
 def run(world: World, *args: str, env: dict[str, str] | None = None
         ) -> subprocess.CompletedProcess[str]:
+    # stdin is never the terminal pytest runs in: a command that may ask waits for nobody.
     return subprocess.run([SVC, *args, "--api-url", world.url], cwd=world.home,
                           env={**world.env(), **(env or {})}, text=True, capture_output=True,
-                          timeout=60, check=False)
+                          stdin=subprocess.DEVNULL, timeout=60, check=False)
 
 
 def ok(world: World, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:

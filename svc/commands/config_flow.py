@@ -1,0 +1,112 @@
+"""Plan, show, confirm, carry out: the one path by which ``config apply``, ``config
+rollback`` and the legacy ``configure`` change anything (spec 4.8).
+
+The change is sent with the plan's ``baseRevision`` and ``planDigest``, so the service
+refuses it (409) if another apply landed, or the app changed, after the plan was shown:
+what was confirmed is what happens, or nothing does.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from svc.client import ApiFailure, DeveloperClient
+from svc.config_view import applied_lines, changes_anything, plan_lines
+from svc.errors import CliError, ExitCode, for_api_failure
+from svc.output import Output
+
+CONFIG = "/config"
+# The service checks a new webhook URL's DNS answers while planning and applying.
+CONFIG_TIMEOUT = 60.0
+CONFLICTS = ("config_conflict", "config_plan_stale")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    plan: dict[str, Any]
+    payload: dict[str, Any]  # what ``--json`` prints beside ``plan`` and ``applied``
+    send: Callable[[], dict[str, Any]]  # carries the plan out; the service's answer
+    question: str  # asked before sending
+    again: str  # the command that makes a fresh plan after a conflict
+
+
+def request_plan(client: DeveloperClient, document: dict[str, Any],
+                 mode: str) -> dict[str, Any]:
+    return client.call("POST", f"{CONFIG}/plan", {"config": document, "mode": mode})
+
+
+def apply_body(document: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+    return {"config": document, "mode": plan["mode"], "baseRevision": plan["baseRevision"],
+            "planDigest": plan["digest"]}
+
+
+def revision_path(revision: str) -> str:
+    return f"{CONFIG}/revisions/{quote(revision, safe='')}"
+
+
+def blocking(plan: dict[str, Any]) -> CliError | None:
+    """The exit-2 error of a plan with blocking errors (they are listed with the plan)."""
+    count = len(plan["errors"])
+    if not count:
+        return None
+    return CliError(f"The plan has {count} blocking error(s), listed by JSON path; fix them "
+                    "and plan again. Nothing was applied.", ExitCode.USAGE,
+                    code="config_plan_errors")
+
+
+def carry_out(out: Output, proposal: Proposal, *, assume_yes: bool) -> int:
+    plan = proposal.plan
+    payload = {**proposal.payload, "plan": plan, "applied": None}
+    lines = plan_lines(plan)
+    problem = blocking(plan)
+    if problem is not None:
+        return out.report(payload, lines, problem)
+    if not changes_anything(plan):
+        return out.report(payload, [*lines, "Nothing to apply: the service already matches."])
+    if not assume_yes:
+        refusal = _cannot_ask(out)
+        if refusal is not None:
+            return out.report(payload, lines, refusal)
+        out.emit(payload, lines)  # text mode here: the plan is read before the question
+        lines = []
+        if not _confirmed(out, proposal.question):
+            return out.report(payload, [], CliError("Cancelled; nothing was changed.",
+                                                    code="cancelled"))
+    try:
+        applied = proposal.send()
+    except ApiFailure as failure:
+        return out.report(payload, lines, _refusal(failure, proposal.again))
+    payload["applied"] = applied
+    return out.report(payload, [*lines, *applied_lines(applied)])
+
+
+def _cannot_ask(out: Output) -> CliError | None:
+    if out.as_json:
+        return CliError("Not applied: --json prints one answer and asks nothing. Review the "
+                        "plan, then rerun with --yes.", ExitCode.USAGE,
+                        code="confirmation_required")
+    if not sys.stdin.isatty():
+        return CliError("Not applied: stdin is not a terminal, so nobody can confirm. Review "
+                        "the plan above, then rerun with --yes.", ExitCode.USAGE,
+                        code="confirmation_required")
+    return None
+
+
+def _confirmed(out: Output, question: str) -> bool:
+    out.err.write(f"{question} [y/N] ")
+    out.err.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _refusal(failure: ApiFailure, again: str) -> CliError:
+    if failure.code in CONFLICTS:
+        # The service's message says what moved; the command shows the plan as it is now.
+        return CliError(f"{failure.message} Review the new plan before applying again.",
+                        ExitCode.FAILED, code=failure.code, command=again)
+    command = failure.body.get("command")
+    return for_api_failure(failure.status, failure.code, failure.message,
+                           command if isinstance(command, str) else None, failure.errors)
