@@ -274,8 +274,9 @@ def _webhook_op(session: Session, app: App | None, slug: str,
         plan.errors.append(Problem("$.webhooks[0].url", exc.code,
                                    f"Webhook URL refused: {exc.message}."))
         return None
-    after = {"url": checked.url, "events": list(wanted.get("events") or DEFAULT_EVENTS),
-             "status": EndpointStatus.ENABLED.value}
+    # Left out, events are left alone like any other field; a new endpoint gets the default.
+    events = wanted.get("events") or (list(endpoint.events) if endpoint else DEFAULT_EVENTS)
+    after = {"url": checked.url, "events": list(events), "status": EndpointStatus.ENABLED.value}
     if endpoint is None:
         return Op("create", "webhook", checked.url,
                   [Change(k, None, v) for k, v in after.items()], spec=after)

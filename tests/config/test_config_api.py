@@ -171,6 +171,19 @@ def test_a_price_edit_plans_as_an_update_and_applies_only_that(world: World,
         assert retry is not None and retry.price_atomic == 20_000
 
 
+def test_fields_left_out_are_left_alone_webhook_events_included(world: World,
+                                                                  console: Api) -> None:
+    assert console.apply(config()).status_code == 201  # events: delivered and settled
+    bare = config(webhooks=[{"url": HOOK}])
+    for product in bare["products"]:
+        product.pop("riskMode", None)
+    plan = console.plan(bare)
+    assert [o for o in plan["ops"] if o["op"] != "unchanged"] == []
+    with world.sessions() as session:
+        endpoint = session.scalars(select(WebhookEndpoint)).one()
+        assert sorted(endpoint.events) == ["payment.delivered", "payment.settled"]
+
+
 def test_merge_warns_about_undeclared_resources_and_mirror_disables_them(
         world: World, console: Api) -> None:
     assert console.apply(config()).status_code == 201
