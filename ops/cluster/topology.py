@@ -185,18 +185,25 @@ class Cluster:
         wait_until(lambda: _get(self.demo_port, f"127.0.0.1:{self.demo_port}",
                                 "/.well-known/svc.json")[0] == 200,
                    "the demo origin answering", self.demo)
+        self.allow_recipient(DEMO_PAY_TO)
+
+    def allow_recipient(self, address: str) -> None:
+        """Put ``address`` on the spender's allowlist (an owner transaction), as
+        ``svc-ops allowlist add`` would, without recording an operator."""
+        assert self.chain is not None
         w3 = Web3(HTTPProvider(self.chain.url))
         spender = w3.eth.contract(address=Web3.to_checksum_address(self.chain.params.spender),
                                   abi=load_artifact("BudgetSpenderV2").abi)
         send_transaction(w3, Account.from_key(HARDHAT_OWNER_KEY),
-              spender.functions.setAllowedRecipient(
-                  Web3.to_checksum_address(DEMO_PAY_TO), True))
+                         spender.functions.setAllowedRecipient(
+                             Web3.to_checksum_address(address), True))
 
     def start_instance(self, index: int) -> Proc:
         instance = self.instances[index]
-        proc = self.procs.start(f"server-{index + 1}", [str(BIN / "svc-server"), "serve"],
-                                self.logs / f"server-{index + 1}.log",
-                                env=self.env(BIND_PORT=str(instance.port)))
+        name = f"server-{index + 1}"
+        proc = self.procs.start(name, [str(BIN / "svc-server"), "serve"],
+                                self.logs / f"{name}.log",
+                                env=self._named(name, self.env(BIND_PORT=str(instance.port))))
         instance.proc = proc
         wait_until(lambda: listeners(instance.port) >= self.options.processes
                    and _get(instance.port, f"api.{DOMAIN}:{self.options.edge_port}",
@@ -206,21 +213,39 @@ class Cluster:
     def kill_instance(self, index: int) -> None:
         proc = self.instances[index].proc
         if proc is not None:
-            proc.kill()
-            self.procs.forget(proc)
+            self.kill(proc)
             self.instances[index].proc = None
 
-    def start_chain_worker(self) -> Proc:
-        self.chain_worker = self.procs.start(
-            "chain-worker", [str(BIN / "svc-ops"), "chain", "run"],
-            self.logs / "chain-worker.log", env=self.env())
-        return self.chain_worker
+    def kill(self, proc: Proc) -> None:
+        """kill -9 of a worker (or any process started here), as a crash takes it."""
+        proc.kill()
+        self.procs.forget(proc)
+
+    def stop_process(self, proc: Proc) -> None:
+        """SIGTERM, as an operator stops it: it finishes or gives back what it holds."""
+        proc.stop()
+        self.procs.forget(proc)
+
+    def start_chain_worker(self, name: str = "chain-worker") -> Proc:
+        """``svc-ops chain run``; another ``name`` starts one more beside it (the fault tests
+        run two by mistake), with its own log."""
+        proc = self.procs.start(name, [str(BIN / "svc-ops"), "chain", "run"],
+                                self.logs / f"{name}.log", env=self._named(name, self.env()))
+        if name == "chain-worker":
+            self.chain_worker = proc
+        return proc
 
     def start_webhook_worker(self) -> Proc:
         self.webhook_worker = self.procs.start(
             "webhook-worker", [str(BIN / "svc-ops"), "webhooks", "run"],
-            self.logs / "webhook-worker.log", env=self.env())
+            self.logs / "webhook-worker.log", env=self._named("webhook-worker", self.env()))
         return self.webhook_worker
+
+    @staticmethod
+    def _named(name: str, env: dict[str, str]) -> dict[str, str]:
+        # libpq's application name: pg_stat_activity says which process holds which
+        # connection (and the fault tests see when a restarted worker is connected).
+        return {**env, "PGAPPNAME": name}
 
     def nginx_conf(self) -> str:
         assert self.tls is not None

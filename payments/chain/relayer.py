@@ -159,6 +159,14 @@ class Relayer:
                                         with_for_update=True)
             if authorization is None or _status(authorization, job.kind) != RelayStatus.PENDING:
                 return False
+            # Another relayer read the same pending row and recorded its transaction first
+            # (under this row lock): of two sends one would spend the permit and the other
+            # revert, and that revert would fail the budget the first relayed.
+            if session.scalar(select(ChainTransaction.id).where(
+                    ChainTransaction.authorization_id == job.authorization_id,
+                    ChainTransaction.kind == job.kind,
+                    ChainTransaction.status == TxStatus.PENDING).limit(1)) is not None:
+                return False
             session.add(ChainTransaction(
                 kind=job.kind, status=TxStatus.PENDING, sender=signed.sender,
                 nonce=signed.nonce, tx_hash=signed.tx_hash, raw=signed.raw,

@@ -9,10 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -21,87 +18,18 @@ from aiohttp import web
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ops.cluster.processes import free_port
-from ops.cluster.topology import Cluster, Options
-from payments.db import make_engine, make_sessionmaker, transaction, utcnow
+from ops.cluster.topology import Cluster
+from payments.db import transaction, utcnow
 from payments.developer.keys import KEY_SCOPES, create_key
 from payments.ledger.models import Order
 from payments.models import App
 from payments.products import create_product
+from tests.deploy.kit import Load, client, upstreams
 from tests.factories import add_developer, add_owned_app
 from tests.support.servers import AiohttpServer, answering
 from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.timeout(600)
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    running = Cluster(Options(root=tmp_path_factory.mktemp("cluster"), edge_port=free_port(),
-                              durable=False))
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
-@pytest.fixture(scope="module")
-def sessions(cluster: Cluster) -> Iterator[sessionmaker[Session]]:
-    engine = make_engine(cluster.database_url, pool_size=2)
-    yield make_sessionmaker(engine)
-    engine.dispose()
-
-
-def client(cluster: Cluster, name: str, **headers: str) -> httpx.Client:
-    return httpx.Client(base_url=cluster.edge, verify=cluster.client_context(), timeout=15,
-                        headers={"host": cluster.host(name), **headers})
-
-
-@dataclass
-class Load:
-    """Threads sending one request after another until stopped; every answer kept."""
-
-    send: Callable[[httpx.Client, int], httpx.Response]
-    threads: int = 4
-    seen: list[tuple[float, int, str]] = field(default_factory=list)  # (time, status, body)
-    errors: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _workers: list[threading.Thread] = field(default_factory=list)
-
-    def start(self, make_client: Callable[[], httpx.Client]) -> Load:
-        counter = iter(range(10**9))
-        lock = threading.Lock()
-
-        def run() -> None:
-            with make_client() as http:
-                while not self._stop.is_set():
-                    with lock:
-                        n = next(counter)
-                    try:
-                        answer = self.send(http, n)
-                        self.seen.append((time.monotonic(), answer.status_code, answer.text))
-                    except httpx.HTTPError as exc:
-                        self.errors.append(f"{type(exc).__name__}: {exc}")
-        self._workers = [threading.Thread(target=run, daemon=True)
-                         for _ in range(self.threads)]
-        for worker in self._workers:
-            worker.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        for worker in self._workers:
-            worker.join(timeout=30)
-
-
-def upstreams(cluster: Cluster, lines: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for line in lines:
-        parts = line.split()
-        if len(parts) >= 4:
-            counts[parts[3]] = counts.get(parts[3], 0) + 1
-    return counts
 
 
 def test_every_host_is_served_through_tls_by_both_instances(cluster: Cluster) -> None:

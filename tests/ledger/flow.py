@@ -1,7 +1,8 @@
 """A paying world for ledger tests: a developer, an app that can be paid, a key, wallets.
 
 Wallets sign real EIP-2612 permits with eth-account for the in-process chain's token
-and spender (the chain itself is not needed: the ledger verifies signatures off-chain).
+and spender (the chain itself is not needed: the ledger verifies signatures off-chain), or
+for another chain's when given its ``params`` (the topology tests' Hardhat node).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.chain.params import in_process_params
+from payments.chain.params import ChainParams, in_process_params
 from payments.db import transaction, utcnow
 from payments.developer.keys import KEY_SCOPES, create_key
 from payments.ledger.permits import owner_proof_text, permit_typed_data
@@ -34,9 +35,9 @@ def wallet(seed: int) -> LocalAccount:
 
 
 def sign_permit(account: LocalAccount, value: int, nonce: int = 0,
-                deadline: int | None = None) -> dict[str, Any]:
+                deadline: int | None = None, *, params: ChainParams = PARAMS) -> dict[str, Any]:
     deadline = deadline or int(time.time()) + 86400
-    data = permit_typed_data(PARAMS, account.address, value, nonce, deadline)
+    data = permit_typed_data(params, account.address, value, nonce, deadline)
     signed = Account.sign_typed_data(account.key, full_message=data)
     return {"owner": account.address, "value": str(value), "nonce": nonce,
             "deadline": deadline, "signature": "0x" + signed.signature.hex().removeprefix("0x")}
