@@ -13,7 +13,7 @@ PACKAGE = Path(examples.reference_app.__file__).parent
 
 
 def imported_roots(path: Path) -> set[str]:
-    roots = set()
+    roots: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             roots.update(alias.name.split(".")[0] for alias in node.names)

@@ -90,10 +90,10 @@ def test_one_delivery_sent_concurrently_grants_once(
 
         # the app never saw it (its store restored from an older backup, say): 32 times
         # at once, exactly one grant
-        store = world.store()
-        with store.engine.begin() as conn:
+        restored = world.store()
+        with restored.engine.begin() as conn:
             conn.execute(text("DELETE FROM refapp_grants"))
-        store.engine.dispose()
+        restored.engine.dispose()
         assert world.grants() == []
         with ThreadPoolExecutor(16) as pool:
             answers = list(pool.map(
