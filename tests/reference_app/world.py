@@ -138,7 +138,11 @@ def reference_world(start_router: RouterFactory, sessions: sessionmaker[Session]
     """The world, the reference app started (its store at ``store_url``)."""
     port = free_port()
     settings_overrides = {**FAST, **overrides}
-    with start_router(bind_port=port, apps_port=port, base_url=f"http://127.0.0.1:{port}",
+    hosts = {"base_url": f"http://127.0.0.1:{port}",
+             "portal_url": f"http://portal.localhost:{port}",
+             "console_url": f"http://console.localhost:{port}",
+             "docs_url": f"http://docs.localhost:{port}"}
+    with start_router(bind_port=port, apps_port=port, **hosts,
                       **settings_overrides) as router:
         base = build_world(router, sessions)
         world = RefWorld(**{f.name: getattr(base, f.name) for f in fields(base)})
