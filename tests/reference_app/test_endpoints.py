@@ -5,6 +5,7 @@ order, account-handoff and inventory; bad input in the envelope, never a 500."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from tests.reference_app.world import (
     sqlite_store,
     wait_for_value,
 )
+from tests.sdk.proxy import body_of, with_body
 from tests.support.router import RouterFactory
-from tests.webhooks.kit import FAST, attempts
+from tests.webhooks.kit import FAST, attempts, events
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -232,3 +234,35 @@ def test_payment_proof_verified_tampered_refused(ref: RefWorld) -> None:
     assert call(ref, token, "/api/svc/payment-submitted",
                 {"paymentProof": proof}).json()["granted"] is False
 
+
+
+def test_trusted_charge_with_a_changed_proof_grants_nothing(
+        start_router: RouterFactory, sessions: sessionmaker[Session], tmp_path: Path) -> None:
+    def tamper(n: int, request: bytes, response: bytes) -> bytes:
+        if b'"accountConnectionId"' not in request or b"paymentProof" not in response:
+            return response
+        answer = json.loads(body_of(response))
+        answer["paymentProof"]["payload"]["amountAtomic"] = "1"  # a cheaper charge, claimed
+        answer["amountAtomic"] = "1"
+        return with_body(response, json.dumps(answer).encode())
+
+    with reference_world(start_router, sessions, sqlite_store(tmp_path),
+                         api_proxy=tamper) as world:
+        disable_webhook(world)  # only the proof could grant here
+        connect(world, wallet(16), PLAYER_ID, 1_000_000)
+        token = world.log_in()
+        refused = call(world, token, "/api/svc/trusted-charge",
+                       {"productSlug": "gem", "idempotencyKey": "ref:gem:tampered"})
+        assert refused.status_code == 502, refused.text
+        assert refused.json()["code"] == "payment_proof_invalid"
+        assert world.grants() == []
+        # what the service really recorded is still granted once, from a trusted lookup
+        with BackendClient(world.router.settings.base_url, world.api_key) as backend:
+            charge_event = [e for e in events(sessions) if e.type == "payment.delivered"]
+            delivery = backend.get_delivery(charge_event[0].payload["delivery"]["deliveryId"])
+        synced = call(world, token, "/api/inventory/sync", {"deliveryIds": [delivery.id]})
+        assert synced.status_code == 200, synced.text
+        assert synced.json()["synced"] == [{"deliveryId": delivery.id, "status": "granted"}]
+        assert synced.json()["items"] == [{"productId": world.products["gem"].id,
+                                           "productSlug": "gem", "name": "Gem", "count": 1}]
+        assert [g.amount_atomic for g in world.grants()] == [20_000]

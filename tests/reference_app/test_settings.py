@@ -6,10 +6,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
+import httpx
 import pytest
 
 from examples.reference_app import Settings, SettingsError
+from tests.support.services import free_port
 
 GOOD = {
     "SVC_APP_ID": "zapp_0123456789abcdef", "SVC_APP_SLUG": "space-game",
@@ -88,3 +92,30 @@ def test_cli_refuses_to_start_with_exit_code_2_and_one_line_per_problem() -> Non
     assert [line.split(":")[1].strip() for line in lines] == [
         "SVC_APP_ID", "SVC_APP_SLUG", "SVC_PAY_TO"], lines
     assert done.stdout == ""
+
+
+def test_cli_serves_the_app_from_the_environment(tmp_path: Path) -> None:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SVC_") and k != "DATABASE_URL"}
+    env.update({**GOOD, "DATABASE_URL": f"sqlite:///{tmp_path / 'store.db'}"})
+    server = subprocess.Popen([sys.executable, "-m", "examples.reference_app", "--host",
+                               "127.0.0.1", "--port", str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                manifest = httpx.get(f"http://127.0.0.1:{port}/.well-known/svc.json")
+                break
+            except httpx.TransportError:
+                assert server.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        assert manifest.json()["appId"] == GOOD["SVC_APP_ID"]
+        assert manifest.json()["appPath"] == "/play"
+        assert (tmp_path / "store.db").exists()  # the schema was created at startup
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=15)
+    for secret in (GOOD["SVC_WEBHOOK_SECRET"], GOOD["SVC_API_KEY"]):
+        assert secret.encode() not in stderr  # not in the logs

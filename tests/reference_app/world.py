@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +32,7 @@ from svc.service_urls import ServiceUrls
 from svc.webhooks import sign_webhook
 from tests.factories import update_app
 from tests.ledger.flow import PAY_TO, PayWorld, add_product, build_world, wallet
+from tests.sdk.proxy import OnResponse, running_proxy
 from tests.support.router import RouterFactory
 from tests.support.services import free_port
 from tests.webhooks.kit import FAST, console, create_endpoint, developer_of
@@ -134,8 +135,11 @@ def catalogue_of(world: PayWorld) -> Catalogue:
 @contextmanager
 def reference_world(start_router: RouterFactory, sessions: sessionmaker[Session],
                     store_url: str, *, events: list[str] | None = None,
+                    api_proxy: OnResponse | None = None,
                     **overrides: Any) -> Iterator[RefWorld]:
-    """The world, the reference app started (its store at ``store_url``)."""
+    """The world, the reference app started (its store at ``store_url``); with
+    ``api_proxy`` the app reaches the API through a loopback proxy that can change the
+    service's answers (tests/sdk/proxy.py)."""
     port = free_port()
     settings_overrides = {**FAST, **overrides}
     hosts = {"base_url": f"http://127.0.0.1:{port}",
@@ -160,12 +164,16 @@ def reference_world(start_router: RouterFactory, sessions: sessionmaker[Session]
                                            events or ["payment.delivered", "payment.settled"])
         world.hook_secret, world.webhook_id = secret, hook["id"]
         runtime = router.settings.runtime_url(world.app.slug)
+        stack = ExitStack()
+        api_url = router.settings.base_url
+        if api_proxy is not None:
+            api_url = stack.enter_context(running_proxy(router.port, api_proxy)).url
         world.settings = Settings(
             app_id=world.app.id, app_slug=world.app.slug, pay_to=PAY_TO,
             runtime_origin=origin, return_url=f"{runtime}/svc-auth-return?app=game",
             webhook_secret=secret, webhook_url=webhook_url, api_key=world.api_key,
             database_url=store_url,
-            service=ServiceUrls(api_url=router.settings.base_url,
+            service=ServiceUrls(api_url=api_url,
                                 portal_url=router.settings.portal_url))
         world.server = AppServer(create_app(world.settings, catalogue=catalogue_of(world)),
                                  app_port)
@@ -174,6 +182,7 @@ def reference_world(start_router: RouterFactory, sessions: sessionmaker[Session]
             yield world
         finally:
             world.server.stop()
+            stack.close()
 
 
 def sqlite_store(tmp_path: Path) -> str:
