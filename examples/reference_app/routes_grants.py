@@ -105,6 +105,12 @@ async def trusted_charge(request: Request) -> JSONResponse:
         raise AppError("payment_proof_invalid", 502, str(exc), retryable=False) from None
     except BACKEND_FAILURES as exc:
         raise from_backend(exc) from None
-    answer = await grant(context, from_proof(context, charge.proof))
     remaining = None if charge.remaining is None else str(charge.remaining)
+    if not charge.delivery.grantable:
+        # A settled_first product (spec 1.6): paid, but not to be fulfilled before the chain
+        # settles; payment.delivered (or a later reconcile) grants it then.
+        return JSONResponse({"status": "pending", "granted": False, "grant": None,
+                             "deliveryId": charge.delivery.id, "deliveryStatus": charge.status,
+                             "remaining": remaining}, status_code=202)
+    answer = await grant(context, from_proof(context, charge.proof))
     return JSONResponse({**answer, "remaining": remaining}, status_code=201)

@@ -192,6 +192,14 @@ def test_trusted_charge_account_handoff_and_order(ref: RefWorld) -> None:
     refused = call(ref, token, "/api/svc/trusted-charge",
                    {"productSlug": "retry", "idempotencyKey": "ref:retry:1"})
     assert (refused.status_code, refused.json()["code"]) == (403, "TRUSTED_CHARGE_NOT_ALLOWED")
+    # a settled_first product is paid but not granted before the chain settles (spec 1.6)
+    scarce = call(ref, token, "/api/svc/trusted-charge",
+                  {"productSlug": "relic", "idempotencyKey": "ref:relic:1"})
+    assert scarce.status_code == 202, scarce.text
+    assert scarce.json()["status"] == "pending" and scarce.json()["grant"] is None
+    assert scarce.json()["deliveryStatus"] == "awaiting_settlement"
+    early = call(ref, token, "/api/svc/reconcile", {"deliveryId": scarce.json()["deliveryId"]})
+    assert (early.status_code, early.json()["code"]) == (409, "delivery_not_ready")
     # the webhook of the charge arrives too, and grants nothing more
     wait_for_value(lambda: [a for a in attempts(ref.sessions).values()
                             if a.response_status == 200], "the charge's webhook")

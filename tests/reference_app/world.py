@@ -152,6 +152,8 @@ def reference_world(start_router: RouterFactory, sessions: sessionmaker[Session]
         world = RefWorld(**{f.name: getattr(base, f.name) for f in fields(base)})
         add_product(world, {"slug": "gem", "name": "Gem", "priceAtomic": "20000",
                             "riskPolicy": TRUSTED})
+        add_product(world, {"slug": "relic", "name": "Relic", "priceAtomic": "20000",
+                            "riskMode": "settled_first", "riskPolicy": TRUSTED})
         app_port = free_port()
         origin = f"http://127.0.0.1:{app_port}"
         update_app(sessions, world.app.slug, runtime_origin=origin,

@@ -113,9 +113,10 @@
     return button ? button.getAttribute("data-name") : slug;
   }
 
-  /* (5): success, stable errors and stale state clear; renewable and retryable keep. */
+  /* (5): success, stable errors and stale state clear; renewable and retryable keep (and a
+   * paid purchase waiting for settlement, which the next reconcile finishes). */
   function settle(pending, outcome, text) {
-    if (outcome === "renew" || outcome === "retry") {
+    if (outcome === "renew" || outcome === "retry" || outcome === "waiting") {
       savePending(pending);
     } else {
       clearPending();
@@ -238,6 +239,11 @@
       productSlug: pending.productSlug, idempotencyKey: pending.idempotencyKey,
       accountConnectionId: connection, orderId: pending.orderId || undefined
     }).then(function (charged) {
+      if (charged.status === "pending") {  // a settled_first product: granted on settlement
+        pending.deliveryId = charged.deliveryId;
+        return settle(pending, "waiting", "Paid for " + title + ". It is granted when the " +
+                      "payment settles on chain.");
+      }
       return settle(pending, "success", "Purchased " + title + " (charged on the server). " +
                     "It is in your inventory.");
     }, function (error) {
