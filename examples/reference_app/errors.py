@@ -19,6 +19,8 @@ from svc.backend import AnswerError, BackendError, ServiceUnreachable
 
 log = logging.getLogger("reference_app")
 MAX_BODY = 64 * 1024
+# What a call of the payment API can raise besides a ProofError (see svc.backend).
+BACKEND_FAILURES = (BackendError, ServiceUnreachable, AnswerError)
 
 
 class AppError(Exception):

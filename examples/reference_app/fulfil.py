@@ -17,11 +17,11 @@ from svc.backend import Delivery
 from svc.webhooks import WebhookEvent
 
 
-def from_event(event: WebhookEvent, catalogue_slug: str | None) -> Grant:
+def from_event(event: WebhookEvent) -> Grant:
     d = event.delivery
     return Grant(delivery_id=d.delivery_id, idempotency_key=d.idempotency_key,
                  developer_user_id=d.developer_user_id, product_id=event.product.id,
-                 product_slug=event.product.slug or catalogue_slug,
+                 product_slug=event.product.slug,
                  amount_atomic=d.amount_atomic if d.amount_atomic is not None
                  else event.product.price_atomic,
                  source="webhook", event_id=event.id)

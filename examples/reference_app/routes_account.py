@@ -10,9 +10,14 @@ from starlette.responses import JSONResponse
 
 from examples.reference_app.catalogue import Item
 from examples.reference_app.context import AppContext, context_of, player_of
-from examples.reference_app.errors import AppError, from_backend, read_json, text_field
+from examples.reference_app.errors import (
+    BACKEND_FAILURES,
+    AppError,
+    from_backend,
+    read_json,
+    text_field,
+)
 from examples.reference_app.players import SessionError
-from examples.reference_app.routes_grants import BACKEND_FAILURES
 from svc.backend import new_idempotency_key
 
 KEY_PREFIX = "ref"

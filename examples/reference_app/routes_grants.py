@@ -10,12 +10,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from examples.reference_app.context import AppContext, context_of, player_of
-from examples.reference_app.errors import AppError, from_backend, read_json, text_field
+from examples.reference_app.errors import (
+    BACKEND_FAILURES,
+    AppError,
+    from_backend,
+    read_json,
+    text_field,
+)
 from examples.reference_app.fulfil import from_delivery, from_proof, grant
-from svc.backend import AnswerError, BackendError, ServiceUnreachable
 from svc.proofs import ProofError, verify_payment_proof
-
-BACKEND_FAILURES = (BackendError, ServiceUnreachable, AnswerError)
 
 
 async def payment_submitted(request: Request) -> JSONResponse:
@@ -58,7 +61,8 @@ async def reconcile(request: Request) -> JSONResponse:
 
 
 async def grant_delivery(context: AppContext, delivery_id: str, source: str
-                          ) -> dict[str, Any]:
+                         ) -> dict[str, Any]:
+    """Look the delivery up with the app's key (the SDK's reconcile helper), grant once."""
     try:
         delivery = await context.backend().reconcile_delivery(delivery_id)
     except BACKEND_FAILURES as exc:

@@ -33,7 +33,7 @@ async def webhook(request: Request) -> JSONResponse:
     if event.test:
         return JSONResponse({"ok": True, "test": True, "granted": False})
     if event.type in GRANTING:
-        answer = await grant(context, from_event(event, None))
+        answer = await grant(context, from_event(event))
         return JSONResponse({"ok": True, **answer})
     recorded = await context.in_store(context.fulfilment.record_settlement,
                                       event.delivery.delivery_id, event.id,
