@@ -228,3 +228,28 @@ def test_buying_with_a_revoked_budget_opens_the_renewal(
     wait_for(page, lambda: page.evaluate("document.body.dataset.outcome") == "success")
     wait_for(page, lambda: inventory(page) == {"retry": 1, "unlock-level": 1})
     assert pending(page) is None
+
+
+def test_a_full_page_portal_return_finishes_on_load(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    page = chrome.new_page()
+    open_app(page, world)
+    saved = set_pending(page, productSlug="gem")
+    token = json.loads(page.evaluate("localStorage.getItem('refapp:session:game')"))["token"]
+    with world.app_client(token) as client:
+        portal_url = client.post("/api/svc/account-handoff", json={}).json()["handoff"][
+            "portalUrl"]
+    page.goto(portal_url)  # the whole tab goes to the portal, not the modal
+    page.get_by_role("button", name="Connect wallet").click()
+    page.get_by_role("button", name="Use dev wallet (test funds, dev mode only)").click()
+    page.get_by_role("button", name="Sign budget permit").click()
+    # back through /svc-auth-return to the entry path, where the page finishes the purchase
+    page.wait_for_url(f"{world.runtime}/")
+    wait_for(page, lambda: page.evaluate("document.body.dataset.ready") == "1")
+    text = outcome(page, *ENDED)
+    assert page.evaluate("document.body.dataset.outcome") == "success", text
+    assert pending(page) is None
+    wait_for(page, lambda: inventory(page) == {"gem": 1})
+    grants = world.grants()
+    assert len(grants) == 1 and grants[0].idempotency_key == "svc:" + saved["idempotencyKey"]
+    assert_clean(chrome)
