@@ -18,6 +18,8 @@ from examples.reference_app.errors import (
     text_field,
 )
 from examples.reference_app.fulfil import from_delivery, from_proof, grant
+from examples.reference_app.players import Player
+from examples.reference_app.store import Grant
 from svc.proofs import ProofError, verify_payment_proof
 
 
@@ -43,7 +45,7 @@ async def reconcile(request: Request) -> JSONResponse:
     otherwise the delivery is looked up and granted once. A key alone that nothing granted
     yet answers ``status: unknown`` (the service has no lookup by key)."""
     context = context_of(request)
-    player_of(request)
+    player = player_of(request)
     body = await read_json(request)
     delivery_id = text_field(body, "deliveryId", required=False, max_length=64,
                              prefix="ztdlv_")
@@ -54,10 +56,18 @@ async def reconcile(request: Request) -> JSONResponse:
     existing = await context.in_store(lambda: context.fulfilment.find(
         delivery_id=delivery_id, idempotency_key=key))
     if existing is not None:
-        return JSONResponse({"status": "granted", "granted": False, "grant": existing.view()})
+        return JSONResponse(_already(existing, player))
     if delivery_id is None:
         return JSONResponse({"status": "unknown", "granted": False, "grant": None})
     return JSONResponse(await grant_delivery(context, delivery_id, "reconcile"))
+
+
+def _already(existing: Grant, player: Player) -> dict[str, Any]:
+    """A grant made before, shown to its own player only (ids and keys are guessable
+    enough that another player should not read them back)."""
+    if existing.developer_user_id != player.user_id:
+        raise AppError("not_found", 404, "No grant of yours with this id or key.")
+    return {"status": "granted", "granted": False, "grant": existing.view()}
 
 
 async def grant_delivery(context: AppContext, delivery_id: str, source: str
@@ -88,7 +98,7 @@ async def trusted_charge(request: Request) -> JSONResponse:
     order_id = text_field(body, "orderId", required=False, max_length=64, prefix="zord_")
     existing = await context.in_store(lambda: context.fulfilment.find(idempotency_key=key))
     if existing is not None:  # a retry of a purchase already granted: charge nothing
-        return JSONResponse({"status": "granted", "granted": False, "grant": existing.view()})
+        return JSONResponse(_already(existing, player))
     backend = context.backend()
     try:
         handoff = await backend.create_account_handoff(

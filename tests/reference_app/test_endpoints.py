@@ -121,6 +121,9 @@ def test_webhook_before_the_callback_and_reconcile_by_id_or_key(ref: RefWorld) -
         assert found.status_code == 200, found.text
         assert found.json()["status"] == "granted" and found.json()["granted"] is False
         assert found.json()["grant"]["deliveryId"] == paid["deliveryId"]
+    nosy = call(ref, ref.log_in("Somebody Else"), "/api/svc/reconcile",
+                {"deliveryId": paid["deliveryId"]})
+    assert (nosy.status_code, nosy.json()["code"]) == (404, "not_found")  # not theirs
     unknown = call(ref, token, "/api/svc/reconcile", {"idempotencyKey": "ref:x:never"})
     assert unknown.json() == {"status": "unknown", "granted": False, "grant": None}
     inventory = httpx.get(f"{ref.origin}/api/inventory",
