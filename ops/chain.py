@@ -1,7 +1,9 @@
 """``svc-ops allowlist ...`` and ``svc-ops chain ...``: operator commands for the chain.
 
 They talk to the JSON-RPC chain of the settings. The in-process chain lives inside the
-server process (its workers run there), so these commands refuse it. Owner transactions
+server process (its workers run there), so these commands refuse it, except ``allowlist
+add|remove`` in dev, which records the decision in the ledger for the server's dev mirror
+to carry onto its chain (``_set_allowed_dev``). Owner transactions
 (the allowlist) need the owner key: read from ``--owner-key-file`` or typed at a prompt,
 never taken from the command line (which ``ps`` shows) and never printed. They are operator
 decisions like those of ``ops.runtime``: ``--operator`` (else ``$USER``) is checked before
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import re
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -30,8 +33,11 @@ from payments.chain.params import ChainParams
 from payments.chain.reconcile import Reconciler
 from payments.chain.workers import ChainCycle
 from payments.db import transaction, utcnow
+from payments.models import AllowlistStatus, App
 from payments.runtime import operator as decide
 from router.settings import ENV_PREFIX, Settings
+
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 
 
 class OpsError(Exception):
@@ -62,6 +68,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Session]) -> int:
     if args.command == "allowlist" and args.action in ("add", "remove"):
+        if settings.dev and settings.chain_backend == "in_process":
+            return _set_allowed_dev(args, sessions)
         return _set_allowed(args, settings, sessions)
     chain = connect(settings)
     if args.command == "allowlist":
@@ -106,6 +114,30 @@ def _set_allowed(args: argparse.Namespace, settings: Settings,
     statuses = sync_allowlist(sessions, chain, pay_to=args.address)
     print(f"{args.action} {args.address}: tx {receipt.tx_hash} in block "
           f"{receipt.block_number}; {len(statuses)} app(s) updated; recorded for {who}")
+    return 0
+
+
+def _set_allowed_dev(args: argparse.Namespace, sessions: sessionmaker[Session]) -> int:
+    """Dev only: the in-process chain lives inside ``svc-server dev`` and starts empty each
+    run, mirroring what the ledger calls allowed (``mirror_to_dev_chain``, every cycle). So
+    the decision is written to the ledger, for the apps paying ``address``, and the server
+    sends the owner transaction on its next cycle. No owner key is involved: the dev chain's
+    owner is the server's own test account."""
+    who = operator_name(args)
+    if not _ADDRESS.match(args.address):
+        raise OpsError(f"{args.address!r} is not a 0x address")
+    add = args.action == "add"
+    status = AllowlistStatus.ALLOWED if add else AllowlistStatus.NOT_ALLOWED
+    with transaction(sessions) as session:
+        apps = session.scalars(select(App).where(App.pay_to.is_not(None))
+                               .with_for_update()).all()
+        paying = [a for a in apps if (a.pay_to or "").lower() == args.address.lower()]
+        for app in paying:
+            app.recipient_allowlist_status = status
+        decide.record_allowlist(session, who, utcnow(), address=args.address, add=add)
+    print(f"{args.action} {args.address}: dev chain, recorded in the ledger for {who}; "
+          f"{len(paying)} app(s) updated; the running svc-server dev applies it within a "
+          "cycle" + ("" if add else " (its chain forgets it at the next start)"))
     return 0
 
 
