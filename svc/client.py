@@ -35,7 +35,13 @@ class ApiFailure(Exception):
 
 
 class ServiceUnreachable(Exception):
-    """No HTTP answer at all: refused, timed out, name not found, TLS failure."""
+    """No HTTP answer at all: refused, timed out, name not found, TLS failure.
+
+    ``idempotency_key`` is set by the backend client when the request carried one: the
+    request may have been handled, so retry it with that very key.
+    """
+
+    idempotency_key: str | None = None
 
 
 class DeveloperClient:

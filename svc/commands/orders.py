@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import uuid
 from pathlib import Path
-from typing import Any
 
 from svc.amounts import AmountError, parse_atomic, usd_to_atomic
-from svc.backend import BackendClient
-from svc.client import ApiFailure
+from svc.backend import BackendClient, BackendError, new_idempotency_key
 from svc.commands.grant import signed_in
 from svc.commands.target import app_of, app_option, app_path
 from svc.env_file import read_env_file
-from svc.errors import CliError, ExitCode, usage
+from svc.errors import CliError, ExitCode, for_api_failure, usage
 from svc.grant_store import GrantStore
 from svc.output import Output
 from svc.project import api_url_from_environment
@@ -51,23 +48,20 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
 
 def create_order(args: argparse.Namespace, out: Output) -> int:
     api_key = _api_key(args.env_file)
-    body: dict[str, Any] = {"developerUserId": args.developer_user,
-                            "idempotencyKey": args.idempotency
-                            or f"svc-cli:{args.product}:{uuid.uuid4()}"}
+    key = args.idempotency or new_idempotency_key("svc-cli", args.product)
     amount = _amount(args.amount, args.amount_atomic)
-    if amount is not None:
-        body["amountAtomic"] = amount
-    body["productId"], api_url = _product_id(args)
+    product_id, api_url = _product_id(args)
     with BackendClient(api_url, api_key) as backend:
         try:
-            result = backend.create_order(body)
-        except ApiFailure as answer:
-            raise _key_failure(answer) or answer from None
-    order = result["order"]
-    out.emit({**result, "idempotencyKey": body["idempotencyKey"]}, [
-        f"Created order {order['id']} ({order['status']}): {order['amountAtomic']} atomic",
-        f"  payment route:   {result['product']['paymentUrl']}",
-        f"  idempotency key: {body['idempotencyKey']} (reuse it to retry safely)"])
+            order = backend.create_order(product_id=product_id,
+                                         developer_user_id=args.developer_user,
+                                         idempotency_key=key, amount_atomic=amount)
+        except BackendError as answer:
+            raise _key_failure(answer) or _failure(answer) from None
+    out.emit({**order.raw, "idempotencyKey": key}, [
+        f"Created order {order.id} ({order.status}): {order.amount_atomic} atomic",
+        f"  payment route:   {order.payment_url}",
+        f"  idempotency key: {key} (reuse it to retry safely)"])
     return ExitCode.OK
 
 
@@ -84,7 +78,15 @@ def _api_key(env_file: Path | None) -> str:
     return key
 
 
-def _key_failure(answer: ApiFailure) -> CliError | None:
+def _failure(answer: BackendError) -> CliError:
+    """Any other refusal, mapped like the developer API's (validation is a usage error)."""
+    errors = [{k: str(e.get(k, "")) for k in ("path", "code", "message")}
+              for e in answer.body.get("errors") or [] if isinstance(e, dict)]
+    return for_api_failure(answer.status, answer.code or f"http_{answer.status}",
+                           answer.message, None, errors)
+
+
+def _key_failure(answer: BackendError) -> CliError | None:
     """The key's refusals in the key's terms: a CLI sign-in would not help here."""
     if answer.code == "valid_api_key_required":
         return CliError(f"{answer.message} Check {KEY_VARIABLE}: it must be a live, unrevoked "
@@ -95,11 +97,11 @@ def _key_failure(answer: ApiFailure) -> CliError | None:
     return None
 
 
-def _amount(usd: str | None, atomic: str | None) -> str | None:
+def _amount(usd: str | None, atomic: str | None) -> int | None:
     try:
         if usd is not None:
-            return str(usd_to_atomic(usd))
-        return None if atomic is None else str(parse_atomic(atomic))
+            return usd_to_atomic(usd)
+        return None if atomic is None else parse_atomic(atomic)
     except AmountError as exc:
         raise usage(str(exc)) from exc
 

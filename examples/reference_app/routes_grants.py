@@ -1,0 +1,110 @@
+"""The routes that grant outside the webhook: ``payment-submitted``, ``reconcile`` and
+``trusted-charge`` (spec 4.9). Each grants only from a trusted source, and through the same
+``grant_once`` as the webhook, so any order of arrival grants once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from examples.reference_app.context import AppContext, context_of, player_of
+from examples.reference_app.errors import AppError, from_backend, read_json, text_field
+from examples.reference_app.fulfil import from_delivery, from_proof, grant
+from svc.backend import AnswerError, BackendError, ServiceUnreachable
+from svc.proofs import ProofError, verify_payment_proof
+
+BACKEND_FAILURES = (BackendError, ServiceUnreachable, AnswerError)
+
+
+async def payment_submitted(request: Request) -> JSONResponse:
+    """Callback recovery: a verified ``paymentProof``, or a trusted lookup of ``deliveryId``."""
+    context = context_of(request)
+    player_of(request)
+    body = await read_json(request)
+    proof = body.get("paymentProof")
+    if proof is not None:
+        try:
+            payload = verify_payment_proof(proof, context.backend_key())
+        except ProofError as exc:
+            raise AppError("payment_proof_invalid", 422, str(exc)) from None
+        return JSONResponse(await grant(context, from_proof(context, payload)))
+    delivery_id = text_field(body, "deliveryId", max_length=64, prefix="ztdlv_")
+    assert delivery_id is not None
+    return JSONResponse(await grant_delivery(context, delivery_id, "lookup"))
+
+
+async def reconcile(request: Request) -> JSONResponse:
+    """Idempotent: the existing grant of a handled ``deliveryId`` or ``idempotencyKey``;
+    otherwise the delivery is looked up and granted once. A key alone that nothing granted
+    yet answers ``status: unknown`` (the service has no lookup by key)."""
+    context = context_of(request)
+    player_of(request)
+    body = await read_json(request)
+    delivery_id = text_field(body, "deliveryId", required=False, max_length=64,
+                             prefix="ztdlv_")
+    key = text_field(body, "idempotencyKey", required=False, max_length=260)
+    if delivery_id is None and key is None:
+        raise AppError("missing_field", 422, "Send 'deliveryId' or 'idempotencyKey'.",
+                       field="deliveryId")
+    existing = await context.in_store(lambda: context.fulfilment.find(
+        delivery_id=delivery_id, idempotency_key=key))
+    if existing is not None:
+        return JSONResponse({"status": "granted", "granted": False, "grant": existing.view()})
+    if delivery_id is None:
+        return JSONResponse({"status": "unknown", "granted": False, "grant": None})
+    return JSONResponse(await grant_delivery(context, delivery_id, "reconcile"))
+
+
+async def grant_delivery(context: AppContext, delivery_id: str, source: str
+                          ) -> dict[str, Any]:
+    try:
+        delivery = await context.backend().reconcile_delivery(delivery_id)
+    except BACKEND_FAILURES as exc:
+        raise from_backend(exc) from None
+    return await grant(context, from_delivery(context, delivery, source))
+
+
+async def trusted_charge(request: Request) -> JSONResponse:
+    """Charge the player's connected wallet with the ``zpk_`` key (spec 4.4): refresh the
+    handoff, require ``ready`` on the connection the page expects, charge, verify the
+    ``paymentProof`` (the SDK does, with this key), grant once."""
+    context = context_of(request)
+    player = player_of(request)
+    body = await read_json(request)
+    item = context.catalogue.by_slug(text_field(body, "productSlug", max_length=64))
+    if item is None:
+        raise AppError("product_not_found", 404, "This app does not sell that product.")
+    if item.product_id is None:
+        raise AppError("product_id_unknown", 409, "The catalogue has no product id for "
+                       f"'{item.slug}'; buy it through the product route.")
+    key = text_field(body, "idempotencyKey", max_length=180)
+    expected = text_field(body, "accountConnectionId", required=False, max_length=64)
+    order_id = text_field(body, "orderId", required=False, max_length=64, prefix="zord_")
+    existing = await context.in_store(lambda: context.fulfilment.find(idempotency_key=key))
+    if existing is not None:  # a retry of a purchase already granted: charge nothing
+        return JSONResponse({"status": "granted", "granted": False, "grant": existing.view()})
+    backend = context.backend()
+    try:
+        handoff = await backend.create_account_handoff(
+            app_slug=context.settings.app_slug, merchant_user_id=player.user_id,
+            game_account_label=player.name, return_url=context.settings.return_url)
+        if handoff.status != "ready" or handoff.connection is None:
+            raise AppError("handoff_not_ready", 409, "Payment is not ready for this account: "
+                           "open the portal first.", handoff=handoff.client_safe())
+        if expected is not None and expected != handoff.connection.id:
+            raise AppError("ACCOUNT_CONNECTION_MISMATCH", 409, "The account is connected to "
+                           "another wallet than this purchase expected.")
+        assert item.product_id is not None and key is not None
+        charge = await backend.create_trusted_charge(
+            product_id=item.product_id, account_connection_id=handoff.connection.id,
+            developer_user_id=player.user_id, idempotency_key=key, order_id=order_id)
+    except ProofError as exc:
+        # The service's answer did not verify with our key: never grant (spec 1.4 item 3).
+        raise AppError("payment_proof_invalid", 502, str(exc), retryable=False) from None
+    except BACKEND_FAILURES as exc:
+        raise from_backend(exc) from None
+    answer = await grant(context, from_proof(context, charge.proof))
+    remaining = None if charge.remaining is None else str(charge.remaining)
+    return JSONResponse({**answer, "remaining": remaining}, status_code=201)
