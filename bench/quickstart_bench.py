@@ -42,6 +42,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -49,7 +50,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 CODE_RE = re.compile(r"Your verification code is (\d{6})")
 # Hardhat's fourth default account: a dev recipient no seeded app uses.
 PAY_TO = "0x90F79bf6EB2c4f870365E51bd2Fb0b1d6C6a9dD3"
-PASSWORD = "correct horse battery staple"
+PASSWORD = "correct horse battery staple"  # noqa: S105  (a throwaway dev account)
 PRODUCT = "retry"
 GRANT_SCOPES = ("apps:read,apps:write,products:write,webhooks:write,runtime:write,keys:create,"
                 "config:read,config:write")
@@ -149,6 +150,13 @@ class Process:
                 self.proc.wait()
 
 
+def answers(process: Process, probe: Callable[[], httpx.Response]) -> bool:
+    """``probe`` answered 200; a process that exited stops the wait with its output."""
+    if not process.alive():
+        raise RuntimeError("a process exited:\n" + process.output()[-3000:])
+    return probe().status_code == 200
+
+
 def clean_env() -> dict[str, str]:
     """This environment without the server's or a runtime's own variables."""
     return {k: v for k, v in os.environ.items()
@@ -177,6 +185,8 @@ class Quickstart:
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30,
                                  follow_redirects=False)
         self.console_cookies: dict[str, str] = {}
+        self.token = self.user_id = self.delivery_id = self.wallet = ""
+        self.balance_before = self.balance_after = 0
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -237,14 +247,8 @@ class Quickstart:
         self.server = Process.start([SVC_SERVER, "dev", "--port", str(self.port)],
                                     self.server_dir, clean_env())
         server = self.server
-        wait_until("svc-server dev answering", lambda: server.alive() and self.http.get(
-            "/healthz", headers=self.host("api")).status_code == 200 or self._exited(server),
-            60)
-
-    def _exited(self, process: Process) -> bool:
-        if not process.alive():
-            raise RuntimeError("a process exited:\n" + process.output()[-3000:])
-        return False
+        wait_until("svc-server dev answering", lambda: answers(server, lambda: self.http.get(
+            "/healthz", headers=self.host("api"))), 60)
 
     def sign_up(self) -> None:
         signup = self.console_form("/signup", "/signup", {
@@ -313,9 +317,8 @@ class Quickstart:
                                   "--port", str(self.app_port)], self.project,
                                  {**clean_env(), **env})
         app = self.app
-        wait_until("the reference app answering", lambda: httpx.get(
-            f"{self.origin}/.well-known/svc.json", timeout=2).status_code == 200
-            or self._exited(app), 30)
+        wait_until("the reference app answering", lambda: answers(app, lambda: httpx.get(
+            f"{self.origin}/.well-known/svc.json", timeout=2)), 30)
 
     def verify_runtime(self) -> None:
         verified = self.svc("runtime", "verify")
@@ -332,44 +335,17 @@ class Quickstart:
             10)
 
     def pay(self) -> None:
-        wallet = Account.create()
-        player = self.app_call("POST", "/api/login", {"name": "Player One"})
-        token = player["token"]
-        self.facts_player = player
-        deadline = int(time.time()) + 86400
-        permit = self.http.get("/api/portal/permit", headers=self.host("portal"), params={
-            "owner": wallet.address, "value": str(BUDGET_ATOMIC), "deadline": str(deadline)})
-        if permit.status_code != 200:
-            raise StepFailed(f"permit typed data: {permit.status_code} {permit.text[:300]}")
-        typed = permit.json()["typedData"]
-        message = typed["message"]
-        for name in ("value", "nonce", "deadline"):
-            message[name] = int(message[name])
-        signed = Account.sign_typed_data(wallet.key, full_message=typed)
-        runtime_url = f"http://{self.runtime_host}"
-        summary = self.api_post("/api/authorizations/return-code", self.portal_url, {
-            "app": self.slug, "returnUrl": f"{runtime_url}/svc-auth-return?app={self.slug}",
-            "permit": {"owner": wallet.address, "value": str(BUDGET_ATOMIC),
-                       "nonce": message["nonce"], "deadline": deadline,
-                       "signature": "0x" + signed.signature.hex().removeprefix("0x")}})
-        user_id = player["player"]["developerUserId"]
-        key = f"quickstart:{PRODUCT}:{wallet.address.lower()}"
-        payment_url = f"{self.api_url}/api/pay/{self.slug}/{PRODUCT}"
-        exchanged = self.api_post("/api/authorizations/payment-code", runtime_url, {
-            "authorizationCode": summary["code"], "paymentUrl": payment_url,
-            "developerUserId": user_id, "idempotencyKey": key})
-        paid = self.http.post(f"/api/pay/{self.slug}/{PRODUCT}", headers={
-            **self.host("api"), "origin": runtime_url, "x-wallet-address": wallet.address,
-            "x-svc-budget-spender": message["spender"]}, json={
-            "authorizationCode": exchanged["authorization"]["authorizationCode"],
-            "developerUserId": user_id, "idempotencyKey": key, "source": "quickstart-bench"})
-        if paid.status_code not in (200, 201):
-            raise StepFailed(f"product route: {paid.status_code} {paid.text[:300]}")
-        self.delivery_id = find_delivery_id(paid.json())
-        self.token, self.wallet = token, wallet.address
-        wait_until("the item granted from the signed webhook", lambda: self.granted(), 20)
+        self.balance_before = self.balance()
+        login = self.app_call("POST", "/api/session", {"name": "Player One"})
+        self.token = login["token"]
+        self.user_id = login["player"]["developerUserId"]
+        self.delivery_id, self.wallet = pay_from_runtime(
+            self.http, self.port, self.slug, PRODUCT, self.user_id)
+        wait_until("the item granted from the signed webhook",
+                   lambda: self.granted() == 1, 20)
 
-    def settle(self, before: int) -> None:
+    def settle(self) -> None:
+        before = self.balance_before
         wait_until("the charge settled and payment.settled at the app",
                    lambda: self.delivery_settled() and self.app_saw_settled(), 40, 0.2)
         after = wait_until("pay_to's balance grown by the price",
@@ -377,14 +353,6 @@ class Quickstart:
         self.balance_after = after
 
     # -- reads --------------------------------------------------------------------------------
-
-    def api_post(self, path: str, origin: str, body: dict[str, Any]) -> dict[str, Any]:
-        answer = self.http.post(path, headers={**self.host("api"), "origin": origin},
-                                json=body)
-        if answer.status_code != 200:
-            raise StepFailed(f"{path}: {answer.status_code} {answer.text[:300]}")
-        result: dict[str, Any] = answer.json()
-        return result
 
     def app_call(self, method: str, path: str, body: dict[str, Any] | None = None,
                  token: str | None = None) -> dict[str, Any]:
@@ -401,11 +369,8 @@ class Quickstart:
     def inventory(self) -> dict[str, Any]:
         return self.app_call("GET", "/api/inventory", token=self.token)
 
-    def granted(self) -> bool:
-        items = self.inventory().get("items", {})
-        count = items.get(PRODUCT, 0) if isinstance(items, dict) else sum(
-            1 for i in items if i.get("slug") == PRODUCT or i.get("product") == PRODUCT)
-        return bool(count)
+    def granted(self) -> int:
+        return item_count(self.inventory(), PRODUCT)
 
     def delivery_settled(self) -> bool:
         answer = self.http.get(f"/api/deliveries/{self.delivery_id}", headers={
@@ -417,7 +382,7 @@ class Quickstart:
         return bool(delivery.get("settlementStatus") == "settled")
 
     def app_saw_settled(self) -> bool:
-        return "settled" in json.dumps(self.inventory())
+        return settlement_recorded(self.project / "reference-app.db", self.delivery_id)
 
     def balance(self) -> int:
         answer = self.http.get("/api/public/usdc-balance", headers=self.host("portal"),
@@ -429,6 +394,51 @@ class Quickstart:
             if process is not None:
                 process.stop()
         self.http.close()
+
+
+def pay_from_runtime(http: httpx.Client, port: int, slug: str, product: str,
+                     user_id: str) -> tuple[str, str]:
+    """A new user pays ``product`` on the runtime ``<slug>.apps.localhost``: the wallet signs
+    the permit the portal serves, the portal's return-code call, the summary exchanged from
+    the runtime's origin, the product route. Returns the delivery id and the wallet."""
+    wallet = Account.create()
+    portal, api = (f"{name}.localhost:{port}" for name in ("portal", "api"))
+    runtime_url = f"http://{slug}.apps.localhost:{port}"
+    deadline = int(time.time()) + 86400
+    permit = http.get("/api/portal/permit", headers={"host": portal}, params={
+        "owner": wallet.address, "value": str(BUDGET_ATOMIC), "deadline": str(deadline)})
+    if permit.status_code != 200:
+        raise StepFailed(f"permit typed data: {permit.status_code} {permit.text[:300]}")
+    typed = permit.json()["typedData"]
+    message = typed["message"]
+    for name in ("value", "nonce", "deadline"):  # decimal strings on the wire
+        message[name] = int(message[name])
+    signed = Account.sign_typed_data(wallet.key, full_message=typed)
+
+    def post(path: str, origin: str, body: dict[str, Any],
+             extra: dict[str, str] | None = None) -> dict[str, Any]:
+        answer = http.post(path, headers={"host": api, "origin": origin, **(extra or {})},
+                           json=body)
+        if answer.status_code not in (200, 201):
+            raise StepFailed(f"{path}: {answer.status_code} {answer.text[:300]}")
+        result: dict[str, Any] = answer.json()
+        return result
+
+    summary = post("/api/authorizations/return-code", f"http://{portal}", {
+        "app": slug, "returnUrl": f"{runtime_url}/svc-auth-return?app={slug}",
+        "permit": {"owner": wallet.address, "value": str(BUDGET_ATOMIC),
+                   "nonce": message["nonce"], "deadline": deadline,
+                   "signature": "0x" + signed.signature.hex().removeprefix("0x")}})
+    key = f"quickstart:{product}:{wallet.address.lower()}"
+    exchanged = post("/api/authorizations/payment-code", runtime_url, {
+        "authorizationCode": summary["code"],
+        "paymentUrl": f"http://{api}/api/pay/{slug}/{product}",
+        "developerUserId": user_id, "idempotencyKey": key})
+    paid = post(f"/api/pay/{slug}/{product}", runtime_url, {
+        "authorizationCode": exchanged["authorization"]["authorizationCode"],
+        "developerUserId": user_id, "idempotencyKey": key, "source": "quickstart"},
+        {"x-wallet-address": wallet.address, "x-svc-budget-spender": message["spender"]})
+    return find_delivery_id(paid), wallet.address
 
 
 def find_secret(answer: Any, prefix: str) -> str:
@@ -444,6 +454,21 @@ def find_delivery_id(answer: dict[str, Any]) -> str:
     if not found:
         raise StepFailed(f"no delivery id in the product route's answer: {answer}")
     return found.group(1)
+
+
+def item_count(inventory: dict[str, Any], product: str) -> int:
+    return sum(int(i["count"]) for i in inventory["items"] if i["productSlug"] == product)
+
+
+def settlement_recorded(store: Path, delivery_id: str) -> bool:
+    """Whether the app's own store recorded ``payment.settled`` for the delivery: the
+    developer's database, read as the developer would (the app shows no settlement)."""
+    if not store.exists():
+        return False
+    with closing(sqlite3.connect(f"file:{store}?mode=ro", uri=True)) as db:
+        row = db.execute("SELECT 1 FROM refapp_settlements WHERE delivery_id = ?",
+                         (delivery_id,)).fetchone()
+    return row is not None
 
 
 def parse_dotenv(text: str) -> dict[str, str]:
@@ -476,13 +501,10 @@ def run_once(root: Path, on_step: Callable[[str, float], None] | None = None) ->
         began = time.perf_counter()
         run.start_service()
         result = Result(time.perf_counter() - began)
-        before: list[int] = []
         actions: list[tuple[str, Callable[[], None]]] = [
             ("sign up", run.sign_up), ("sign in the CLI", run.sign_in_cli),
             ("configure", run.configure), ("verify the runtime", run.verify_runtime),
-            ("approve (operator)", run.approve),
-            ("pay", lambda: (before.append(run.balance()), run.pay())[1]),
-            ("settle", lambda: run.settle(before[0]))]
+            ("approve (operator)", run.approve), ("pay", run.pay), ("settle", run.settle)]
         for name, action in actions:
             began = time.perf_counter()
             try:
@@ -493,7 +515,7 @@ def run_once(root: Path, on_step: Callable[[str, float], None] | None = None) ->
             if on_step is not None:
                 on_step(name, result.steps[name])
         result.facts = {"slug": run.slug, "deliveryId": run.delivery_id,
-                        "inventory": run.inventory(), "balanceBefore": before[0],
+                        "inventory": run.inventory(), "balanceBefore": run.balance_before,
                         "balanceAfter": run.balance_after,
                         "serverOutput": run.server.output() if run.server else "",
                         "appOutput": run.app.output() if run.app else "",

@@ -11,12 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from sqlalchemy import select
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from examples.demo_origin import DemoIdentity, demo_origin
 from examples.reference_app import Settings as ReferenceSettings
 from examples.reference_app import create_app as create_reference_app
+from examples.reference_app.catalogue import DEFAULT_ITEMS, Catalogue, Item
+from payments.models import Product, ProductStatus
 from router.dev import DEMO_PAY_TO, DEMO_SLUG
 from router.dev_backend import DemoBackend
 from router.settings import Settings
@@ -69,11 +73,24 @@ class DemoRuntime:
             await self.reference(scope, receive, send)
 
 
-def demo_runtime(settings: Settings, backend: DemoBackend, origin: str) -> DemoRuntime:
+def demo_catalogue(sessions: sessionmaker[Session], app_id: str) -> Catalogue:
+    """What the page sells, with this database's product ids, which orders and trusted
+    charges need (what ``--products FILE`` gives a deployed copy)."""
+    wanted = {item.slug for item in DEFAULT_ITEMS}
+    with sessions() as session:
+        products = session.scalars(select(Product).where(
+            Product.app_id == app_id, Product.status == ProductStatus.ACTIVE)).all()
+        items = {p.slug: Item(p.slug, p.name, p.price_atomic, p.id)
+                 for p in products if p.slug in wanted}
+    return Catalogue(items[item.slug] for item in DEFAULT_ITEMS if item.slug in items)
+
+
+def demo_runtime(settings: Settings, backend: DemoBackend, origin: str,
+                 catalogue: Catalogue) -> DemoRuntime:
     data_dir = dev_data_dir(settings)
     data_dir.mkdir(parents=True, exist_ok=True)
     environ: Mapping[str, str] = reference_environ(settings, backend, origin, data_dir)
-    reference = create_reference_app(ReferenceSettings.from_env(environ))
+    reference = create_reference_app(ReferenceSettings.from_env(environ), catalogue=catalogue)
     echo = demo_origin(DemoIdentity(backend.app_id, DEMO_SLUG, DEMO_PAY_TO, origin,
                                     settings.portal_url))
     return DemoRuntime(reference, echo)
