@@ -59,6 +59,7 @@ import httpx
 from eth_account import Account
 
 BIN = Path(sys.executable).parent
+REPO = Path(__file__).resolve().parents[1]
 SVC, SVC_OPS, SVC_SERVER = (str(BIN / name) for name in ("svc", "svc-ops", "svc-server"))
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 CODE_RE = re.compile(r"Your verification code is (\d{6})")
@@ -158,9 +159,11 @@ def answers(process: Process, probe: Callable[[], httpx.Response]) -> bool:
 
 
 def clean_env() -> dict[str, str]:
-    """This environment without the server's or a runtime's own variables."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("SVCSRV_", "SVC_")) and k not in ("DATABASE_URL", "BROWSER")}
+    """This environment without the server's or a runtime's own variables; the children
+    import this checkout's code (an editable install may point at another)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SVCSRV_", "SVC_")) and k not in ("DATABASE_URL", "BROWSER")}
+    return {**env, "PYTHONPATH": str(REPO)}
 
 
 class Quickstart:
@@ -184,7 +187,9 @@ class Quickstart:
         self.secrets: dict[str, str] = {}
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30,
                                  follow_redirects=False)
-        self.console_cookies: dict[str, str] = {}
+        # A browser on the console: its own cookie jar.
+        self.browser = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30,
+                                    follow_redirects=False, headers=self.host("console"))
         self.token = self.user_id = self.delivery_id = self.wallet = ""
         self.balance_before = self.balance_after = 0
 
@@ -226,13 +231,8 @@ class Quickstart:
     def console(self, method: str, path: str, form: dict[str, str] | None = None
                 ) -> httpx.Response:
         """A browser on the console: its cookies, its Origin on posts."""
-        headers = self.host("console")
-        if method == "POST":
-            headers["origin"] = f"http://console.localhost:{self.port}"
-        response = self.http.request(method, path, headers=headers, data=form,
-                                     cookies=self.console_cookies)
-        self.console_cookies.update(dict(response.cookies))
-        return response
+        headers = {"origin": f"http://console.localhost:{self.port}"} if method == "POST" else {}
+        return self.browser.request(method, path, headers=headers, data=form)
 
     def console_form(self, page: str, action: str, fields: dict[str, str]) -> httpx.Response:
         shown = self.console("GET", page)
@@ -394,6 +394,7 @@ class Quickstart:
             if process is not None:
                 process.stop()
         self.http.close()
+        self.browser.close()
 
 
 def pay_from_runtime(http: httpx.Client, port: int, slug: str, product: str,

@@ -19,23 +19,21 @@ import re
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ops.runtime import operator_name, operator_option
-from payments.chain.allowlist import set_allowed_recipient, sync_allowlist
-from payments.chain.batching import BatchPolicy
-from payments.chain.budget_drift import budget_drift
-from payments.chain.json_rpc import JsonRpcChain
 from payments.chain.models import ChainFinding
-from payments.chain.params import ChainParams
-from payments.chain.reconcile import Reconciler
-from payments.chain.workers import ChainCycle
 from payments.db import transaction, utcnow
 from payments.models import AllowlistStatus, App
 from payments.runtime import operator as decide
 from router.settings import ENV_PREFIX, Settings
+
+if TYPE_CHECKING:
+    from payments.chain.batching import BatchPolicy
+    from payments.chain.json_rpc import JsonRpcChain
 
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 
@@ -71,6 +69,12 @@ def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Ses
         if settings.dev and settings.chain_backend == "in_process":
             return _set_allowed_dev(args, sessions)
         return _set_allowed(args, settings, sessions)
+    # web3 and eth-account take seconds to import: only the commands that talk to the
+    # chain pay for them, not every `svc-ops` decision (bench/quickstart_bench.py).
+    from payments.chain.allowlist import sync_allowlist
+    from payments.chain.budget_drift import budget_drift
+    from payments.chain.reconcile import Reconciler
+    from payments.chain.workers import ChainCycle
     chain = connect(settings)
     if args.command == "allowlist":
         statuses = sync_allowlist(sessions, chain)
@@ -103,6 +107,7 @@ def _set_allowed(args: argparse.Namespace, settings: Settings,
     # The operator is checked first: a refusal after the transaction would leave an
     # on-chain change nobody recorded. The record follows the receipt, before the sync
     # (which reads the chain again and may fail on its own).
+    from payments.chain.allowlist import set_allowed_recipient, sync_allowlist
     who = operator_name(args)
     chain = connect(settings)
     key = _owner_key(args.owner_key_file)
@@ -142,6 +147,8 @@ def _set_allowed_dev(args: argparse.Namespace, sessions: sessionmaker[Session]) 
 
 
 def connect(settings: Settings) -> JsonRpcChain:
+    from payments.chain.json_rpc import JsonRpcChain
+    from payments.chain.params import ChainParams
     if settings.chain_backend != "json_rpc":
         raise OpsError("the in-process chain lives inside the server and allowlists app "
                        "recipients at start; set SVCSRV_CHAIN_BACKEND=json_rpc to use these "
@@ -158,6 +165,7 @@ def connect(settings: Settings) -> JsonRpcChain:
 
 
 def worker_policy(settings: Settings) -> BatchPolicy:
+    from payments.chain.batching import BatchPolicy
     return BatchPolicy(max_charges=settings.settlement_batch_size,
                        max_age=settings.settlement_batch_age)
 
