@@ -16,7 +16,7 @@ from payments.db import make_engine, make_sessionmaker
 from router.app import Service, create_app
 from router.dev import DEMO_SLUG, seed_demo
 from router.dev_backend import seed_demo_backend
-from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime
+from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
 from router.fast_protocol import http_protocol
 from router.processes import Supervisor
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
@@ -94,8 +94,8 @@ async def run_dev(settings: Settings) -> None:
     backend = seed_demo_backend(sessions, settings, app_id, origin + WEBHOOK_PATH)
     catalogue = demo_catalogue(sessions, app_id)
     engine.dispose()
-    demo = uvicorn.Server(uvicorn.Config(demo_runtime(settings, backend, origin, catalogue),
-                                         log_level="warning", access_log=False,
+    runtime = demo_runtime(settings, backend, origin, catalogue, dev_data_dir(settings))
+    demo = uvicorn.Server(uvicorn.Config(runtime, log_level="warning", access_log=False,
                                          lifespan="on"))
     main = uvicorn.Server(server_config(create_app(settings), settings))
     print_dev_urls(settings, origin)

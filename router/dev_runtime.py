@@ -86,8 +86,7 @@ def demo_catalogue(sessions: sessionmaker[Session], app_id: str) -> Catalogue:
 
 
 def demo_runtime(settings: Settings, backend: DemoBackend, origin: str,
-                 catalogue: Catalogue) -> DemoRuntime:
-    data_dir = dev_data_dir(settings)
+                 catalogue: Catalogue, data_dir: Path) -> DemoRuntime:
     data_dir.mkdir(parents=True, exist_ok=True)
     environ: Mapping[str, str] = reference_environ(settings, backend, origin, data_dir)
     reference = create_reference_app(ReferenceSettings.from_env(environ), catalogue=catalogue)

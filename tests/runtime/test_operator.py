@@ -203,8 +203,7 @@ def test_in_process_chain_refuses_allowlist_commands(world: World) -> None:
 
 def test_dev_allowlist_decision_goes_to_the_ledger_for_the_dev_chain(world: World) -> None:
     # In dev the chain lives inside the server, which mirrors what the ledger calls allowed.
-    update_app(world.sessions, world.app_id,
-               recipient_allowlist_status=AllowlistStatus.NOT_ALLOWED)
+    update_app(world.sessions, SLUG, recipient_allowlist_status=AllowlistStatus.NOT_ALLOWED)
     code, _, err = world.ops("allowlist", "add", "0xnot-an-address")
     assert code == 2 and "not a 0x address" in err
     code, out, err = world.ops("allowlist", "add", PAY_TO)
