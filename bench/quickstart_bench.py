@@ -121,13 +121,15 @@ class Process:
 
     proc: subprocess.Popen[str]
     lines: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
 
     @classmethod
     def start(cls, args: list[str], cwd: Path, env: dict[str, str]) -> Process:
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         started = cls(proc)
-        threading.Thread(target=started._pump, daemon=True).start()
+        started.reader = threading.Thread(target=started._pump, daemon=True)
+        started.reader.start()
         return started
 
     def _pump(self) -> None:
@@ -149,6 +151,10 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.reader is not None:
+            self.reader.join(timeout=5)  # the output up to the end is read
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
 
 
 def answers(process: Process, probe: Callable[[], httpx.Response]) -> bool:
@@ -282,6 +288,7 @@ class Quickstart:
                                      {"code": code, "decision": "approve"})
         if approved.status_code not in (200, 303):
             cli.kill()
+            cli.communicate()
             raise StepFailed(f"approval: {approved.status_code} {approved.text[:300]}")
         out, err = cli.communicate(timeout=60)
         if cli.returncode != 0:
@@ -517,11 +524,11 @@ def run_once(root: Path, on_step: Callable[[str, float], None] | None = None) ->
                 on_step(name, result.steps[name])
         result.facts = {"slug": run.slug, "deliveryId": run.delivery_id,
                         "inventory": run.inventory(), "balanceBefore": run.balance_before,
-                        "balanceAfter": run.balance_after,
-                        "serverOutput": run.server.output() if run.server else "",
-                        "appOutput": run.app.output() if run.app else "",
-                        "secrets": dict(run.secrets)}
-        return result
+                        "balanceAfter": run.balance_after, "secrets": dict(run.secrets)}
+    # Read once both have stopped: everything they printed, shutdown included.
+    result.facts["serverOutput"] = run.server.output() if run.server else ""
+    result.facts["appOutput"] = run.app.output() if run.app else ""
+    return result
 
 
 # --------------------------------------------------------------------------- report
