@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from svc.commands.config_init import Start, start_from_service
 from svc.commands.export import dotenv, svc_toml
@@ -72,6 +73,7 @@ def project_files(start: Start) -> dict[str, str]:
         env = dotenv(start.app, start.webhook_url)
     else:
         env = template_env(start.app["slug"])
+    env += service_env(start.api_url)
     return {
         CONFIG_FILE: json.dumps(start.document, indent=2) + "\n",
         PROJECT_FILE: svc_toml(start.app, start.api_url, start.webhook_url, CONFIG_FILE),
@@ -100,6 +102,21 @@ def template_env(slug: str) -> str:
         "DATABASE_URL=sqlite:///reference-app.db",
     ]
     return "\n".join(lines) + "\n"
+
+
+def service_env(api_url: str) -> str:
+    """``SVC_API_URL`` and ``SVC_PORTAL_URL``, the service's own addresses the SDK reads
+    beside spec 4.11's. The CLI knows the API; the portal follows the service's host
+    layout (``api.`` / ``portal.``, as ``svc-server dev`` has it) when the API's name
+    starts with ``api.``, else it is left for the developer to fill in."""
+    parts = urlsplit(api_url)
+    portal = ""
+    if parts.hostname and parts.hostname.startswith("api."):
+        portal = urlunsplit((parts.scheme, "portal." + parts.netloc[len("api."):], "", "", ""))
+    return "\n".join([
+        "# The service, as the SDK reads it: the payment API and the portal (its modal script).",
+        f"SVC_API_URL={api_url}",
+        f"SVC_PORTAL_URL={portal}", ""])
 
 
 def write_project(target: Path, sources: list[SourceFile], files: dict[str, str]) -> list[str]:

@@ -58,6 +58,8 @@ def test_init_writes_the_reference_app_and_the_app_as_files(world: World) -> Non
     assert (env["SVC_APP_ID"], env["SVC_APP_SLUG"], env["SVC_PAY_TO"]) == (app_id, "game", PAY_TO)
     assert (env["SVC_RUNTIME_ORIGIN"], env["SVC_WEBHOOK_URL"]) == (ORIGIN, HOOK)
     assert env["SVC_WEBHOOK_SECRET"] == "" and env["SVC_API_KEY"] == ""
+    # The SDK's service URLs: the API in effect; no portal guessed for a bare address.
+    assert (env["SVC_API_URL"], env["SVC_PORTAL_URL"]) == (world.url, "")
     assert stat.S_IMODE((target / ".env").stat().st_mode) == 0o600
     assert ".env" in (target / ".gitignore").read_text().split()
     everything = "".join(p.read_text() for p in target.iterdir() if p.is_file())
