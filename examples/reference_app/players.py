@@ -40,7 +40,7 @@ class Player:
 def user_id_for(name: str) -> str:
     if not _NAME.match(name):
         raise SessionError("A player name is 1-40 letters, digits, spaces, '.', '_' or '-'.")
-    return "player-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "player"
 
 
 def _b64(data: bytes) -> str:

@@ -109,9 +109,12 @@ class FulfilmentStore:
         """The stored grant for this delivery, and whether this call created it."""
         row = {**grant.__dict__, "granted_at": datetime.now(UTC)}
         # No conflict target: a clash on either unique column makes the insert a no-op.
-        statement = self._insert(grants).values(**row).on_conflict_do_nothing()
+        # RETURNING tells whether this call inserted (rowcount is not reliable for
+        # ON CONFLICT on every driver).
+        statement = (self._insert(grants).values(**row).on_conflict_do_nothing()
+                     .returning(grants.c.delivery_id))
         with self.engine.begin() as conn:
-            created = conn.execute(statement).rowcount == 1
+            created = conn.execute(statement).first() is not None
         stored = self.find(delivery_id=grant.delivery_id,
                            idempotency_key=grant.idempotency_key)
         assert stored is not None  # inserted now or before; grants are never deleted
@@ -136,9 +139,10 @@ class FulfilmentStore:
     def record_settlement(self, delivery_id: str, event_id: str, tx_hash: str | None) -> bool:
         statement = self._insert(settlements).values(
             delivery_id=delivery_id, event_id=event_id, tx_hash=tx_hash,
-            recorded_at=datetime.now(UTC)).on_conflict_do_nothing()
+            recorded_at=datetime.now(UTC)).on_conflict_do_nothing().returning(
+            settlements.c.delivery_id)
         with self.engine.begin() as conn:
-            return bool(conn.execute(statement).rowcount == 1)
+            return conn.execute(statement).first() is not None
 
     def settlement(self, delivery_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:

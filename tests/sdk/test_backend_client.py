@@ -149,9 +149,8 @@ def _key(world: SdkWorld, scopes: list[str]) -> str:
 def test_errors_carry_the_spec_codes_and_never_the_key(world: SdkWorld,
                                                        backend: Connect) -> None:
     unknown = "zpk_" + "7" * 40
-    with backend(key=unknown) as client:
-        with pytest.raises(BackendError) as no_key:
-            client.get_delivery("ztdlv_anything")
+    with backend(key=unknown) as client, pytest.raises(BackendError) as no_key:
+        client.get_delivery("ztdlv_anything")
     assert (no_key.value.status, no_key.value.code) == (401, "valid_api_key_required")
     assert not no_key.value.retryable
     narrow = _key(world, ["deliveries:read"])

@@ -260,7 +260,12 @@
     var options = {developerUserId: pending.developerUserId,
                    idempotencyKey: pending.idempotencyKey};
     if (pending.orderId) { options.orderId = pending.orderId; }
-    if (summary.accountConnectionId) { options.accountConnectionId = summary.accountConnectionId; }
+    // A code bound to an account connection is used for the connection this purchase was
+    // started for: one of another connection is refused (ACCOUNT_CONNECTION_MISMATCH)
+    // rather than paid from an account not meant. A plain authorization has none.
+    var connection = summary.accountConnectionId
+      ? (pending.connectionId || summary.accountConnectionId) : null;
+    if (connection) { options.accountConnectionId = connection; }
     return wallet.sync().then(function () {
       return wallet.pay(pending.productSlug, options);
     }).then(function (paid) {

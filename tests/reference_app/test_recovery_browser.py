@@ -1,0 +1,230 @@
+"""The recovery flow of spec 4.9 in the reference app's page, in real Chromium through the
+router: the pending purchase survives a closed tab and a network failure, a stable error
+clears it, a revoked budget asks for renewal and keeps it until the renewal finishes it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, Route
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.portal.wallet_world import assert_clean, new_wallet, wait_for
+from tests.reference_app.browser_kit import (
+    MODAL,
+    PENDING_KEY,
+    buy,
+    card_state,
+    inventory,
+    modal_frame,
+    open_app,
+    outcome,
+    pending,
+    sign_with_dev_wallet,
+)
+from tests.reference_app.world import RefWorld, reference_world, sqlite_store
+from tests.support.browser import BrowserSession
+from tests.support.router import RouterFactory
+
+pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+ENDED = ("success", "failed", "stale", "stable", "retry", "renew", "cancelled")
+
+
+@pytest.fixture
+def world(start_router: RouterFactory, sessions: sessionmaker[Session],
+          tmp_path: Path) -> Iterator[RefWorld]:
+    with reference_world(start_router, sessions, sqlite_store(tmp_path)) as running:
+        yield running
+
+
+def first_purchase(page: Page, world: RefWorld, product: str = "retry", *,
+                   dev_wallet: bool = True) -> None:
+    """Log in, buy ``product`` through the portal (connects the account), succeed."""
+    open_app(page, world)
+    wait_for(page, lambda: card_state(page) == "needs_connection")
+    buy(page, product)
+    wait_for(page, lambda: card_state(page) == "opening_portal")
+    sign_with_dev_wallet(page, first=dev_wallet)
+    assert outcome(page, *ENDED) and page.evaluate("document.body.dataset.outcome") == \
+        "success", page.locator("#outcome").inner_text()
+    wait_for(page, lambda: inventory(page).get(product) == 1)
+
+
+def set_pending(page: Page, **fields: Any) -> dict[str, Any]:
+    """A pending purchase as the page saves it (a purchase started and then interrupted)."""
+    token = json.loads(page.evaluate("localStorage.getItem('refapp:session:game')"))["token"]
+    started = page.evaluate("""async ([token, slug]) => (await (await fetch(
+        "/api/svc/purchase", {method: "POST", headers: {"content-type": "application/json",
+        authorization: "Bearer " + token}, body: JSON.stringify({productSlug: slug})})).json())
+        .purchase""", [token, fields.pop("productSlug", "retry")])
+    saved = {"productSlug": started["productSlug"], "orderId": None,
+             "idempotencyKey": started["idempotencyKey"],
+             "developerUserId": started["developerUserId"], "connectionId": None,
+             "createdAt": started["createdAt"], **fields}
+    page.evaluate("([key, value]) => localStorage.setItem(key, value)",
+                  [PENDING_KEY, json.dumps(saved)])
+    return saved
+
+
+def reload(page: Page) -> None:
+    page.evaluate("document.body.dataset.outcome = ''")
+    page.reload()
+    wait_for(page, lambda: page.evaluate("document.body.dataset.ready") == "1")
+
+
+def test_tab_closes_after_the_portal_return_and_reopens(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    first = chrome.new_page()
+    open_app(first, world)
+    wait_for(first, lambda: card_state(first) == "needs_connection")
+    # The return arrives, but the tab's call to finish never gets out (it closes, the
+    # network drops): a network failure keeps the pending purchase.
+    first.route("**/api/svc/trusted-charge", lambda route: route.abort())
+    buy(first, "gem")
+    wait_for(first, lambda: card_state(first) == "opening_portal")
+    sign_with_dev_wallet(first)
+    assert outcome(first, *ENDED) and first.evaluate("document.body.dataset.outcome") == \
+        "retry", first.locator("#outcome").inner_text()
+    kept = pending(first)
+    assert kept is not None and kept["productSlug"] == "gem"
+    assert kept["connectionId"] and kept["connectionId"].startswith("zconn_")
+    assert world.grants() == []  # nothing charged, nothing granted
+    first.close()
+
+    # A new tab: no summary code (sessionStorage is per tab), the pending purchase is in
+    # localStorage; the handoff is ready on the same connection: a trusted charge finishes.
+    again = chrome.new_page()
+    again.goto(f"{world.runtime}/")
+    assert outcome(again, *ENDED) and again.evaluate("document.body.dataset.outcome") == \
+        "success", again.locator("#outcome").inner_text()
+    assert again.evaluate("sessionStorage.length") == 0
+    assert pending(again) is None
+    wait_for(again, lambda: inventory(again) == {"gem": 1})
+    grants = world.grants()
+    assert len(grants) == 1 and grants[0].source == "proof"
+    assert grants[0].idempotency_key == "svc:" + kept["idempotencyKey"]
+    assert_clean(chrome)
+
+
+def test_network_failure_on_the_product_route_keeps_it_and_a_reload_finishes(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    page = chrome.new_page()
+    first_purchase(page, world)
+    payments = world.router.settings.base_url + "/api/pay/**"
+
+    def drop(route: Route) -> None:
+        route.abort("internetdisconnected")
+    page.route(payments, drop)
+    buy(page, "unlock-level")  # ready: no portal, straight to the product route
+    assert outcome(page, *ENDED) and page.evaluate("document.body.dataset.outcome") == \
+        "retry", page.locator("#outcome").inner_text()
+    kept = pending(page)
+    assert kept is not None and kept["productSlug"] == "unlock-level"
+    page.unroute(payments, drop)
+    reload(page)
+    assert outcome(page, *ENDED) and page.evaluate("document.body.dataset.outcome") == \
+        "success", page.locator("#outcome").inner_text()
+    assert pending(page) is None
+    wait_for(page, lambda: inventory(page) == {"retry": 1, "unlock-level": 1})
+    assert len(world.grants()) == 2
+
+
+@pytest.mark.parametrize("error", ["AUTHORIZATION_CODE_INTENT_MISMATCH",
+                                   "ACCOUNT_CONNECTION_MISMATCH"])
+def test_a_stable_error_clears_the_pending_purchase(
+        world: RefWorld, chrome: BrowserSession, error: str) -> None:
+    page = chrome.new_page()
+    first_purchase(page, world)
+    if error == "AUTHORIZATION_CODE_INTENT_MISMATCH":
+        # the saved order is for another product than the saved slug
+        token = json.loads(page.evaluate(
+            "localStorage.getItem('refapp:session:game')"))["token"]
+        with world.app_client(token) as client:
+            order = client.post("/api/svc/order", json={"productSlug": "unlock-level"})
+        set_pending(page, productSlug="retry", orderId=order.json()["order"]["id"])
+    else:
+        # saved for an account connection that is not the one the portal returned
+        set_pending(page, productSlug="retry", connectionId="zconn_" + "0" * 30)
+    reload(page)
+    text = outcome(page, *ENDED)
+    assert page.evaluate("document.body.dataset.outcome") == "stable", text
+    assert error in text
+    assert pending(page) is None  # cleared
+    assert len(world.grants()) == 1  # only the first purchase
+    wait_for(page, lambda: inventory(page) == {"retry": 1})
+
+
+def test_a_lapsed_summary_or_no_way_to_finish_clears_it(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    page = chrome.new_page()
+    first_purchase(page, world)
+    page.evaluate("sessionStorage.setItem('svc:auth-summary:game', 'sum_' + '0'.repeat(48))")
+    set_pending(page, productSlug="retry")
+    reload(page)
+    assert outcome(page, *ENDED) == page.locator("#outcome").inner_text()
+    assert page.evaluate("document.body.dataset.outcome") == "stale"
+    assert pending(page) is None
+    assert len(world.grants()) == 1
+
+
+def test_a_revoked_budget_asks_for_renewal_and_keeps_the_purchase(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    wallet = new_wallet(31).install(chrome.context)  # an extension wallet this time
+    page = chrome.new_page()
+    first_purchase(page, world, dev_wallet=False)
+    revoke(chrome, world)
+    # The tab's summary is stale now: finishing a saved purchase hits the revoked budget.
+    saved = set_pending(page, productSlug="retry")
+    reload(page)
+    text = outcome(page, *ENDED)
+    assert page.evaluate("document.body.dataset.outcome") == "renew", text
+    assert "AUTHORIZATION_REVOKED" in text and "Renew" in text
+    kept = pending(page)
+    assert kept is not None and kept["idempotencyKey"] == saved["idempotencyKey"]  # kept
+    wait_for(page, lambda: card_state(page) == "budget_revoked")
+    # Renew in the modal (renew=1); the return finishes the kept purchase.
+    page.evaluate("document.body.dataset.outcome = ''")
+    page.locator("#wallet .actions button", has_text="Renew budget").click()
+    frame = modal_frame(page)
+    assert "renew=1" in frame.url
+    modal = page.frame_locator(MODAL)
+    modal.get_by_role("button", name="Connect wallet").click()
+    modal.get_by_role("button", name="Sign budget permit").click()
+    text = outcome(page, *ENDED)
+    assert page.evaluate("document.body.dataset.outcome") == "success", text
+    assert pending(page) is None
+    wait_for(page, lambda: inventory(page) == {"retry": 2})
+    assert [t["message"]["value"] != "0" for t in wallet.typed] == [True, False, True]
+    assert len(world.grants()) == 2
+
+
+def revoke(chrome: BrowserSession, world: RefWorld) -> None:
+    account = chrome.new_page()
+    account.goto(f"{world.router.settings.portal_url}/account")
+    account.get_by_role("button", name="Connect wallet").click()
+    account.locator("#budget-state").wait_for()
+    account.get_by_role("button", name="Revoke budget").click()
+    account.get_by_text("Budget revoked. Apps can no longer charge it.").wait_for()
+    account.close()
+
+
+def test_buying_with_a_revoked_budget_opens_the_renewal(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    new_wallet(32).install(chrome.context)
+    page = chrome.new_page()
+    first_purchase(page, world, dev_wallet=False)
+    revoke(chrome, world)
+    buy(page, "unlock-level")
+    wait_for(page, lambda: card_state(page) == "opening_portal")
+    assert "renew=1" in modal_frame(page).url  # the handoff says needs_budget
+    assert pending(page) is not None  # saved before the portal opened
+    modal = page.frame_locator(MODAL)
+    modal.get_by_role("button", name="Connect wallet").click()
+    modal.get_by_role("button", name="Sign budget permit").click()
+    wait_for(page, lambda: page.evaluate("document.body.dataset.outcome") == "success")
+    wait_for(page, lambda: inventory(page) == {"retry": 1, "unlock-level": 1})
+    assert pending(page) is None
