@@ -570,7 +570,11 @@ def section(results: list[Result]) -> str:
         f"Target: under {TARGET_SECONDS:.0f} s in dev mode ({met}). Not counted: starting "
         f"`svc-server dev` on the empty database (migrations, in-process chain deployment): "
         f"median {ms(statistics.median(starts))}. `settle` waits for the settlement batch's "
-        "age (5 s in dev) and the chain cycle (1 s).", ""])
+        "age (5 s in dev) and the chain cycle (1 s). `approve` runs three `svc-ops` "
+        "processes and most of it is their start (the server's packages imported each time: "
+        "4-5 s under the load shown); `configure` likewise runs four `svc` commands and "
+        "starts the copied app. The machine is shared (see the load): compare rounds, not "
+        "runs on other days.", ""])
 
 
 def main() -> int:
