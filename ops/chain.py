@@ -1,7 +1,9 @@
 """``svc-ops allowlist ...`` and ``svc-ops chain ...``: operator commands for the chain.
 
 They talk to the JSON-RPC chain of the settings. The in-process chain lives inside the
-server process (its workers run there), so these commands refuse it. Owner transactions
+server process (its workers run there), so these commands refuse it, except ``allowlist
+add|remove`` in dev, which records the decision in the ledger for the server's dev mirror
+to carry onto its chain (``_set_allowed_dev``). Owner transactions
 (the allowlist) need the owner key: read from ``--owner-key-file`` or typed at a prompt,
 never taken from the command line (which ``ps`` shows) and never printed. They are operator
 decisions like those of ``ops.runtime``: ``--operator`` (else ``$USER``) is checked before
@@ -13,25 +15,27 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import re
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ops.runtime import operator_name, operator_option
-from payments.chain.allowlist import set_allowed_recipient, sync_allowlist
-from payments.chain.batching import BatchPolicy
-from payments.chain.budget_drift import budget_drift
-from payments.chain.json_rpc import JsonRpcChain
 from payments.chain.models import ChainFinding
-from payments.chain.params import ChainParams
-from payments.chain.reconcile import Reconciler
-from payments.chain.workers import ChainCycle
 from payments.db import transaction, utcnow
+from payments.models import AllowlistStatus, App
 from payments.runtime import operator as decide
 from router.settings import ENV_PREFIX, Settings
+
+if TYPE_CHECKING:
+    from payments.chain.batching import BatchPolicy
+    from payments.chain.json_rpc import JsonRpcChain
+
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
 
 
 class OpsError(Exception):
@@ -62,7 +66,15 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Session]) -> int:
     if args.command == "allowlist" and args.action in ("add", "remove"):
+        if settings.dev and settings.chain_backend == "in_process":
+            return _set_allowed_dev(args, sessions)
         return _set_allowed(args, settings, sessions)
+    # web3 and eth-account take seconds to import: only the commands that talk to the
+    # chain pay for them, not every `svc-ops` decision (bench/quickstart_bench.py).
+    from payments.chain.allowlist import sync_allowlist
+    from payments.chain.budget_drift import budget_drift
+    from payments.chain.reconcile import Reconciler
+    from payments.chain.workers import ChainCycle
     chain = connect(settings)
     if args.command == "allowlist":
         statuses = sync_allowlist(sessions, chain)
@@ -95,6 +107,7 @@ def _set_allowed(args: argparse.Namespace, settings: Settings,
     # The operator is checked first: a refusal after the transaction would leave an
     # on-chain change nobody recorded. The record follows the receipt, before the sync
     # (which reads the chain again and may fail on its own).
+    from payments.chain.allowlist import set_allowed_recipient, sync_allowlist
     who = operator_name(args)
     chain = connect(settings)
     key = _owner_key(args.owner_key_file)
@@ -109,7 +122,33 @@ def _set_allowed(args: argparse.Namespace, settings: Settings,
     return 0
 
 
+def _set_allowed_dev(args: argparse.Namespace, sessions: sessionmaker[Session]) -> int:
+    """Dev only: the in-process chain lives inside ``svc-server dev`` and starts empty each
+    run, mirroring what the ledger calls allowed (``mirror_to_dev_chain``, every cycle). So
+    the decision is written to the ledger, for the apps paying ``address``, and the server
+    sends the owner transaction on its next cycle. No owner key is involved: the dev chain's
+    owner is the server's own test account."""
+    who = operator_name(args)
+    if not _ADDRESS.match(args.address):
+        raise OpsError(f"{args.address!r} is not a 0x address")
+    add = args.action == "add"
+    status = AllowlistStatus.ALLOWED if add else AllowlistStatus.NOT_ALLOWED
+    with transaction(sessions) as session:
+        apps = session.scalars(select(App).where(App.pay_to.is_not(None))
+                               .with_for_update()).all()
+        paying = [a for a in apps if (a.pay_to or "").lower() == args.address.lower()]
+        for app in paying:
+            app.recipient_allowlist_status = status
+        decide.record_allowlist(session, who, utcnow(), address=args.address, add=add)
+    print(f"{args.action} {args.address}: dev chain, recorded in the ledger for {who}; "
+          f"{len(paying)} app(s) updated; the running svc-server dev applies it within a "
+          "cycle" + ("" if add else " (its chain forgets it at the next start)"))
+    return 0
+
+
 def connect(settings: Settings) -> JsonRpcChain:
+    from payments.chain.json_rpc import JsonRpcChain
+    from payments.chain.params import ChainParams
     if settings.chain_backend != "json_rpc":
         raise OpsError("the in-process chain lives inside the server and allowlists app "
                        "recipients at start; set SVCSRV_CHAIN_BACKEND=json_rpc to use these "
@@ -126,6 +165,7 @@ def connect(settings: Settings) -> JsonRpcChain:
 
 
 def worker_policy(settings: Settings) -> BatchPolicy:
+    from payments.chain.batching import BatchPolicy
     return BatchPolicy(max_charges=settings.settlement_batch_size,
                        max_age=settings.settlement_batch_age)
 

@@ -11,11 +11,12 @@ from typing import Any, cast
 
 import uvicorn
 
-from examples.demo_origin import DemoIdentity, demo_origin
 from payments import migrate
 from payments.db import make_engine, make_sessionmaker
 from router.app import Service, create_app
-from router.dev import DEMO_PAY_TO, DEMO_SLUG, seed_demo
+from router.dev import DEMO_SLUG, seed_demo
+from router.dev_backend import seed_demo_backend
+from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
 from router.fast_protocol import http_protocol
 from router.processes import Supervisor
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
@@ -80,34 +81,40 @@ def dev_settings(port: int) -> Settings:
 
 
 async def run_dev(settings: Settings) -> None:
+    """The service and the reference app as the ``demo`` runtime, both on loopback. The
+    in-server webhook and chain workers deliver ``payment.delivered`` and, once the batch
+    settles on the in-process chain, ``payment.settled`` to the app."""
     engine = make_engine(settings.database_url)
     migrate.upgrade(engine)
     demo_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     demo_socket.bind(("127.0.0.1", 0))
     origin = f"http://127.0.0.1:{demo_socket.getsockname()[1]}"
-    app_id = seed_demo(make_sessionmaker(engine), origin)
+    sessions = make_sessionmaker(engine)
+    app_id = seed_demo(sessions, origin)
+    backend = seed_demo_backend(sessions, settings, app_id, origin + WEBHOOK_PATH)
+    catalogue = demo_catalogue(sessions, app_id)
     engine.dispose()
-    identity = DemoIdentity(app_id=app_id, slug=DEMO_SLUG, pay_to=DEMO_PAY_TO,
-                            runtime_origin=origin, portal_url=settings.portal_url)
-    demo = uvicorn.Server(uvicorn.Config(demo_origin(identity), log_level="warning",
-                                         access_log=False, lifespan="off"))
+    runtime = demo_runtime(settings, backend, origin, catalogue, dev_data_dir(settings))
+    demo = uvicorn.Server(uvicorn.Config(runtime, log_level="warning", access_log=False,
+                                         lifespan="on"))
     main = uvicorn.Server(server_config(create_app(settings), settings))
     print_dev_urls(settings, origin)
     await asyncio.gather(demo.serve(sockets=[demo_socket]), main.serve())
 
 
 def print_dev_urls(settings: Settings, origin: str) -> None:
+    runtime = settings.runtime_url(DEMO_SLUG)
     lines = [
         "",
-        "Dev service on embedded defaults (SQLite, in-process cache). Open:",
-        f"  runtime (proxied)  {settings.runtime_url(DEMO_SLUG)}/",
-        f"  cookie/header echo {settings.runtime_url(DEMO_SLUG)}/echo",
-        f"  runtime wallet     {settings.runtime_url(DEMO_SLUG)}/wallet",
+        "Dev service on embedded defaults (SQLite, in-process cache and chain). Open:",
+        f"  reference app      {runtime}/  (the demo runtime: buy, delivered, settled)",
+        f"  cookie/header echo {runtime}/echo",
         f"  hosted entry       {settings.portal_url}/{DEMO_SLUG}",
         f"  account            {settings.portal_url}/account",
+        f"  developer console  {settings.console_url}/signup",
         f"  API status         {settings.base_url}/statusz",
         f"  OpenAPI            {settings.docs_url}/openapi.json",
-        f"  demo origin        {origin}",
+        f"  demo origin        {origin}  (its webhook: {origin}{WEBHOOK_PATH})",
         "",
     ]
     print("\n".join(lines), flush=True)

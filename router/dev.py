@@ -6,7 +6,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.apps import create_app_record, set_pay_to
-from payments.db import transaction
+from payments.db import transaction, utcnow
+from payments.developer.models import Organization
 from payments.models import (
     AllowlistStatus,
     App,
@@ -20,6 +21,7 @@ from payments.models import (
 from payments.products import create_product
 
 DEMO_SLUG = "demo"
+DEMO_ORGANIZATION = "svc-server dev"
 # A well-known dev address (Hardhat's second default account); never a real recipient.
 DEMO_PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
@@ -35,6 +37,13 @@ def seed_demo(sessions: sessionmaker[Session], origin: str) -> str:
             app = create_app_record(session, name="Demo", slug=DEMO_SLUG, app_type=AppType.GAME,
                                     headline="The seeded dev app: every flow, on loopback.",
                                     tags=["demo", "dev"])
+        if app.organization_id is None:
+            # API keys belong to an organization (spec 2.6); the dev app's own one has no
+            # members, so no console account sees or changes the seeded app by accident.
+            organization = Organization(name=DEMO_ORGANIZATION, created_at=utcnow())
+            session.add(organization)
+            session.flush()
+            app.organization_id = organization.id
         if app.pay_to is None:
             set_pay_to(app, DEMO_PAY_TO)
         app.pay_to_status = PayToStatus.APPROVED

@@ -45,6 +45,7 @@ from svc.backend_models import (
     TrustedCharge,
 )
 from svc.client import DEFAULT_TIMEOUT, ServiceUnreachable
+from svc.loopback import AsyncLoopbackNames, LoopbackNames
 from svc.proofs import ProofError, verify_payment_proof
 
 __all__ = [
@@ -122,8 +123,8 @@ class BackendClient(_Backend):
                  retries: int = 2, transport: httpx.BaseTransport | None = None,
                  max_retry_delay: float = 5.0) -> None:
         super().__init__(api_url, api_key, retries, max_retry_delay)
-        self._http = httpx.Client(headers=self.headers, timeout=timeout, transport=transport,
-                                  follow_redirects=False)
+        self._http = httpx.Client(headers=self.headers, timeout=timeout,
+                                  transport=LoopbackNames(transport), follow_redirects=False)
 
     def __enter__(self) -> BackendClient:
         return self
@@ -203,7 +204,8 @@ class AsyncBackendClient(_Backend):
                  max_retry_delay: float = 5.0) -> None:
         super().__init__(api_url, api_key, retries, max_retry_delay)
         self._http = httpx.AsyncClient(headers=self.headers, timeout=timeout,
-                                       transport=transport, follow_redirects=False)
+                                       transport=AsyncLoopbackNames(transport),
+                                       follow_redirects=False)
 
     async def __aenter__(self) -> AsyncBackendClient:
         return self

@@ -19,6 +19,7 @@ from svc.commands import (
     configure,
     doctor,
     export,
+    init,
     keys,
     orders,
     price,
@@ -70,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--api-url", metavar="URL",
                         help="the API origin (else SVC_API_URL, svc.toml api_url, the grant's)")
     _auth_commands(groups, common)
-    for group in (config, apps, products, orders, price, keys, export, doctor, configure):
+    for group in (init, config, apps, products, orders, price, keys, export, doctor, configure):
         group.register(groups, common)
     _runtime_commands(groups, common)
     _webhook_commands(groups, common)

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from svc import __version__
+from svc.loopback import LoopbackNames
 
 DEVELOPER = "/api/developer"
 DEFAULT_TIMEOUT = 15.0
@@ -51,8 +52,8 @@ class DeveloperClient:
         headers = {"user-agent": f"svc/{__version__}", "accept": "application/json"}
         if token:
             headers["authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(headers=headers, timeout=timeout, transport=transport,
-                                  follow_redirects=False)
+        self._http = httpx.Client(headers=headers, timeout=timeout,
+                                  transport=LoopbackNames(transport), follow_redirects=False)
 
     def __enter__(self) -> DeveloperClient:
         return self

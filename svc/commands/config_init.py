@@ -55,7 +55,7 @@ def init_files(args: argparse.Namespace, out: Output) -> int:
     if existing and not args.force:
         raise usage(f"{' and '.join(existing)} already exist(s); nothing was written. Pass "
                     "--force to replace them with what the service has now.")
-    start = _start(args)
+    start = start_from_service(args)
     toml = svc_toml(start.app, start.api_url, start.webhook_url, str(config_file))
     refuse_secrets(start.document, "The app's configuration", "Nothing was written.")
     refuse_secrets({PROJECT_FILE: toml}, PROJECT_FILE, "Nothing was written.")
@@ -67,7 +67,8 @@ def init_files(args: argparse.Namespace, out: Output) -> int:
     return ExitCode.OK
 
 
-def _start(args: argparse.Namespace) -> Start:
+def start_from_service(args: argparse.Namespace) -> Start:
+    """The app the grant can read (``--app``, svc.toml, the grant's), or a template."""
     stored = GrantStore().load()
     slug = choose_app(args.app, read_project(Path.cwd()), stored.app if stored else None)
     if stored is None:

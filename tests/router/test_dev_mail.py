@@ -6,22 +6,16 @@ thread while the test drives the console host's real forms over loopback.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 import pytest
 
 from payments.developer.auth import SESSION_COOKIE
-from tests.support.services import free_port
+from tests.support.dev_server import DevServer
+from tests.support.dev_server import dev_server as start_dev_server
 
 EMAIL = "newdev@example.com"
 USERNAME = "newdev"
@@ -29,71 +23,10 @@ PASSWORD = "correct horse battery"
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
 
 
-@dataclass
-class DevServer:
-    proc: subprocess.Popen[str]
-    port: int
-    lines: list[str] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def output(self) -> str:
-        with self._lock:
-            return "".join(self.lines)
-
-    def pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            with self._lock:
-                self.lines.append(line)
-
-    def wait_for(self, pattern: re.Pattern[str], timeout: float = 10) -> re.Match[str]:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = pattern.search(self.output())
-            if found:
-                return found
-            assert self.proc.poll() is None, "svc-server dev exited:\n" + self.output()
-            assert time.monotonic() < deadline, f"no {pattern.pattern!r} in:\n" + self.output()
-            time.sleep(0.05)
-
-
 @pytest.fixture
 def dev_server(tmp_path: Path) -> Iterator[DevServer]:
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
-    proc = subprocess.Popen([str(Path(sys.executable).with_name("svc-server")), "dev",
-                             "--port", str(port)], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    server = DevServer(proc, port)
-    reader = threading.Thread(target=server.pump, daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(server.url + "/healthz",
-                          headers={"host": f"api.localhost:{port}"}, timeout=1)
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None, "svc-server dev exited:\n" + server.output()
-                assert time.monotonic() < deadline, "svc-server dev did not start"
-                time.sleep(0.1)
+    with start_dev_server(tmp_path) as server:
         yield server
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        reader.join(timeout=5)
-        assert proc.stdout is not None
-        proc.stdout.close()
-    assert "Traceback" not in server.output()
 
 
 def csrf_of(response: httpx.Response) -> str:

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from payments.db import transaction, utcnow
 from payments.developer.models import NotificationKind, OperatorNotification
 from payments.models import (
+    AllowlistStatus,
     App,
     DomainRequestStatus,
     HostedReviewStatus,
@@ -193,6 +194,23 @@ def test_allowlist_owner_transactions_are_recorded(world: World) -> None:
 
 
 def test_in_process_chain_refuses_allowlist_commands(world: World) -> None:
-    code, _, err = world.ops("allowlist", "add", PAY_TO)
+    code, _, err = world.ops("allowlist", "sync")
+    assert code == 2 and "in-process chain" in err
+    code, _, err = world.ops("chain", "reconcile")
     assert code == 2 and "in-process chain" in err
     assert actions(world) == []  # nothing happened, nothing recorded
+
+
+def test_dev_allowlist_decision_goes_to_the_ledger_for_the_dev_chain(world: World) -> None:
+    # In dev the chain lives inside the server, which mirrors what the ledger calls allowed.
+    update_app(world.sessions, SLUG, recipient_allowlist_status=AllowlistStatus.NOT_ALLOWED)
+    code, _, err = world.ops("allowlist", "add", "0xnot-an-address")
+    assert code == 2 and "not a 0x address" in err
+    code, out, err = world.ops("allowlist", "add", PAY_TO)
+    assert code == 0, err
+    assert "1 app(s) updated" in out
+    assert app(world).recipient_allowlist_status is AllowlistStatus.ALLOWED
+    code, out, err = world.ops("allowlist", "remove", PAY_TO)
+    assert code == 0, err
+    assert app(world).recipient_allowlist_status is AllowlistStatus.NOT_ALLOWED
+    assert [a[1] for a in actions(world)] == ["allowlist_add", "allowlist_remove"]

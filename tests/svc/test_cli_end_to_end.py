@@ -27,6 +27,7 @@ from payments.developer.models import CliGrant
 from tests.factories import open_console_session
 
 SVC = str(Path(sys.executable).with_name("svc"))
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -47,7 +48,8 @@ class World:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("SVC_API_URL", "BROWSER")}
-        return {**env, "SVC_CONFIG_DIR": str(self.config)}
+        # PYTHONPATH: the `svc` script of an editable install may import another checkout.
+        return {**env, "SVC_CONFIG_DIR": str(self.config), "PYTHONPATH": str(REPO)}
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         return subprocess.Popen([SVC, *args, "--api-url", self.url], cwd=self.home,
