@@ -3,7 +3,7 @@ instances, runtime proxy req/s against nginx proxying straight to the origin, an
 product-route charges/s against pgbench running the same statements (issue #17).
 
     .venv/bin/python bench/topology_bench.py [--quick] [--rounds 3] [--duration 8]
-        [--charges 1200] [--concurrency 32] [--wallets 16] [--durable] [--dry-run]
+        [--charges 800] [--concurrency 32] [--wallets 16] [--durable] [--dry-run]
 
 Everything on 127.0.0.1, started by this script and stopped by it (by pid):
 
@@ -542,7 +542,7 @@ def main() -> int:
                         help="a short smoke run: 1 round of 3 s, 400 charges")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=int, default=8, help="seconds of wrk per target")
-    parser.add_argument("--charges", type=int, default=1200, help="route charges per round")
+    parser.add_argument("--charges", type=int, default=800, help="route charges per round")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--wallets", type=int, default=16,
                         help="authorizations the charges are spread over")

@@ -174,14 +174,15 @@ def render(info: dict[str, str], phases: list[Phase], config: dict[str, str]) ->
     for phase in phases:
         lb_r = ratios(lb_rps(phase), nginx_rps(phase))
         p99_r = ratios([s.p99_ms for s in phase.lb], [s.p99_ms for s in phase.nginx])
-        for name, samples, r, p in (
-                ("through the load balancer to the router", phase.lb, median(lb_r),
+        for name, samples, shown, p in (
+                ("through the load balancer to the router", phase.lb, f"**{median(lb_r):.2f}**",
                  median(p99_r)),
-                ("nginx straight to the origin (same nginx, same TLS)", phase.nginx, 1.0, 1.0)):
+                ("nginx straight to the origin (same nginx, same TLS)", phase.nginx, "1.00",
+                 1.0)):
             lines.append(
                 f"| {phase.instances} | {name} | {median([s.rps for s in samples]):,.0f} | "
                 f"{median([s.p50_ms for s in samples]):.2f} ms | "
-                f"{median([s.p99_ms for s in samples]):.2f} ms | **{r:.2f}** | {p:.2f} |")
+                f"{median([s.p99_ms for s in samples]):.2f} ms | {shown} | {p:.2f} |")
     lines += [
         "",
         f"Growth from 1 to 2 instances: through the load balancer **x{proxy.ours:.2f}**, nginx "
@@ -289,6 +290,15 @@ def sizing(info: dict[str, str], phases: list[Phase]) -> str:
     edge_cpu = median([s.cpu.get("edge", 0.0) for s in one.lb])
     pg_ms = median([p.run.cpu.get("postgres", 0.0) for p in one.route])
     app_ms = median([p.run.cpu.get("instances", 0.0) for p in one.route])
+    inst_two = median([s.cpu.get("instances", 0.0) for s in two.lb])
+    share = (
+        f"The instances' processes had {inst_cpu:.0f}% of a core under the proxy load with "
+        f"one instance and {inst_two:.0f}% with two: on a machine with other work, more "
+        "processes win a larger share of the cores from that work under Linux's fair "
+        "scheduler, which is where that part of the growth comes from, not capacity a second "
+        "instance brings." if inst_two > 1.1 * inst_cpu else
+        f"The instances' processes had {inst_cpu:.0f}% of a core under the proxy load with "
+        f"one instance and {inst_two:.0f}% with two: the cores were the limit.")
     nproc = info["nproc"]
     return "\n".join([
         SIZING_HEADING, "",
@@ -317,7 +327,7 @@ def sizing(info: dict[str, str], phases: list[Phase]) -> str:
         "(with nginx, PostgreSQL and the load generators): a second instance adds "
         "processes, not cores, so the growth measured here is bounded by the cores. What "
         "it does show: nginx spread the runtime requests over the two instances "
-        f"{shares(two.runtime_split)} and the payments {shares(two.pay_split)}.",
+        f"{shares(two.runtime_split)} and the payments {shares(two.pay_split)}. {share}",
         "- **What it predicts.** The instances' work is CPU: give each instance cores of "
         "its own (`SVCSRV_PROCESSES` = its cores) and each should add at least what one "
         "carried here, where it shared its cores with nginx, PostgreSQL, the load "

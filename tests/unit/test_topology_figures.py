@@ -111,6 +111,8 @@ def test_the_sections_carry_the_measured_figures(figures: ModuleType,
     assert sizing.startswith(figures.SIZING_HEADING + "\n")
     assert "carried 3,100 runtime requests/s" in sizing and "105 product-route" in sizing
     assert "bounded by the cores" in sizing
+    assert ("120% of a core under the proxy load with one instance and 120% with two: the "
+            "cores were the limit") in sizing
 
     # written through bench/report.py: only that section is replaced
     report = importlib.import_module("report")
