@@ -53,6 +53,11 @@ def others(sample: Sample) -> float:
                - sum(v for k, v in sample.cpu.items() if k in OURS))
 
 
+def cpu_per_request(sample: Sample, label: str) -> float:
+    """Microseconds of ``label``'s CPU per request answered during a wrk run."""
+    return 1e4 * sample.cpu.get(label, 0.0) / sample.rps
+
+
 def median(values: list[float]) -> float:
     return float(statistics.median(values))
 
@@ -291,6 +296,8 @@ def sizing(info: dict[str, str], phases: list[Phase]) -> str:
     pg_ms = median([p.run.cpu.get("postgres", 0.0) for p in one.route])
     app_ms = median([p.run.cpu.get("instances", 0.0) for p in one.route])
     inst_two = median([s.cpu.get("instances", 0.0) for s in two.lb])
+    request_us = median([cpu_per_request(s, "instances") for s in one.lb])
+    edge_us = median([cpu_per_request(s, "edge") for s in one.lb])
     share = (
         f"The instances' processes had {inst_cpu:.0f}% of a core under the proxy load with "
         f"one instance and {inst_two:.0f}% with two: on a machine with other work, more "
@@ -328,12 +335,18 @@ def sizing(info: dict[str, str], phases: list[Phase]) -> str:
         "processes, not cores, so the growth measured here is bounded by the cores. What "
         "it does show: nginx spread the runtime requests over the two instances "
         f"{shares(two.runtime_split)} and the payments {shares(two.pay_split)}. {share}",
-        "- **What it predicts.** The instances' work is CPU: give each instance cores of "
-        "its own (`SVCSRV_PROCESSES` = its cores) and each should add at least what one "
-        "carried here, where it shared its cores with nginx, PostgreSQL, the load "
-        "generators and other work; capacity then grows with instances until the next "
-        f"shared part. For charges that is PostgreSQL ({pg_ms:.2f} ms of its CPU per charge "
-        "here, plus a commit's flush with fsync on): size it with pgbench and "
+        "- **What it predicts.** The instances' work is CPU, and CPU per unit of work is "
+        f"what carries over to other hardware: a runtime request cost the instances "
+        f"{request_us:.0f} us and nginx {edge_us:.0f} us (TLS included), so one core of "
+        f"instance processes serves about {1e6 / request_us:,.0f} requests/s; a charge cost "
+        f"the instances {app_ms:.2f} ms and PostgreSQL {pg_ms:.2f} ms, so about "
+        f"{1e3 / app_ms:,.0f} charges/s per instance core and {1e3 / pg_ms:,.0f} per "
+        "PostgreSQL core (on this contended machine CPU per unit of work runs higher than "
+        "on a quiet one; bench/proxy_bench.py and bench/ledger_bench.py have quieter "
+        "figures). Give each instance cores of its own (`SVCSRV_PROCESSES` = its cores) "
+        "and capacity grows with instances, each adding about its cores times those "
+        "rates, until the next shared part: for charges that is PostgreSQL (plus a "
+        "commit's flush with fsync on), to be sized with pgbench and "
         "`bench/ledger/charge.sql` on the real hardware. Keep one instance more than the "
         "peak needs, for rolling restarts and for the load a lost instance leaves to the "
         "others.",
