@@ -89,12 +89,25 @@ def pgbench_rate(phase: Phase) -> list[float]:
 @dataclass(frozen=True)
 class Growth:
     """From one instance to two: the raw medians' quotient of each side, and the quotient of
-    the per-round ratios to the reference (which cancels what the machine's load did between
-    the two phases, since the reference's work does not change with the instances)."""
+    the per-round ratios to the reference (meant to cancel what the machine's load did
+    between the two phases, since the reference's work does not change with the instances)."""
 
     ours: float
     reference: float
     normalized: float
+
+    @property
+    def steady(self) -> bool:
+        """Whether the reference stayed within 10%: else the other work on the machine
+        changed between the phases, and it need not have slowed both targets alike."""
+        return abs(self.reference - 1) <= 0.10
+
+    def caution(self, reference: str) -> str:
+        return "" if self.steady else (
+            f" {reference} itself moved x{self.reference:.2f} between the phases: the other "
+            "work on the machine changed, and the normalized figure corrects for that only "
+            "as far as that work slowed both targets alike, so neither figure is a "
+            "measure of the second instance alone.")
 
 
 def growth(one: list[float], two: list[float], ref_one: list[float],
@@ -195,7 +208,8 @@ def render(info: dict[str, str], phases: list[Phase], config: dict[str, str]) ->
         f"the machine's load did between them), the ratio to nginx x{proxy.normalized:.2f}. "
         f"Per-round ratios to nginx: 1 instance {_fmt_ratios(ratios(lb_rps(one), nginx_rps(one)))}"
         f"; 2 instances {_fmt_ratios(ratios(lb_rps(two), nginx_rps(two)))}. Requests per "
-        f"instance through the load balancer with 2 instances: {shares(two.runtime_split)}.",
+        f"instance through the load balancer with 2 instances: {shares(two.runtime_split)}."
+        + proxy.caution("nginx straight to the origin"),
         "",
         "CPU while wrk ran (median of rounds, % of one core, from /proc; the machine has "
         f"{info['nproc']} cores, so 200% is all of it; \"machine\" is every process on it, "
@@ -241,7 +255,8 @@ def render(info: dict[str, str], phases: list[Phase], config: dict[str, str]) ->
         f"x{pay.reference:.2f}, the ratio to pgbench x{pay.normalized:.2f}. Per-round ratios "
         f"to pgbench: 1 instance {_fmt_ratios(ratios(route_rate(one), pgbench_rate(one)))}; "
         f"2 instances {_fmt_ratios(ratios(route_rate(two), pgbench_rate(two)))}. Payments "
-        f"per instance with 2 instances: {shares(two.pay_split)}.", "",
+        f"per instance with 2 instances: {shares(two.pay_split)}."
+        + pay.caution("pgbench"), "",
         "CPU per charge (median of rounds, ms, from /proc and getrusage; \"busy\" = cores busy "
         "machine-wide during the run, anyone's work):", "",
         "| Instances | Side | busy | instances | PostgreSQL | nginx (edge) | client | "
@@ -306,6 +321,11 @@ def sizing(info: dict[str, str], phases: list[Phase]) -> str:
         "instance brings." if inst_two > 1.1 * inst_cpu else
         f"The instances' processes had {inst_cpu:.0f}% of a core under the proxy load with "
         f"one instance and {inst_two:.0f}% with two: the cores were the limit.")
+    app_two = median([p.run.cpu.get("instances", 0.0) for p in two.route])
+    slower = "" if pay.ours >= 0.95 else (
+        " Charges got slower with the second instance: its processes took CPU that "
+        "PostgreSQL and the first instance needed, and the instances' CPU per charge went "
+        f"from {app_ms:.2f} to {app_two:.2f} ms (more processes switching on the same cores).")
     nproc = info["nproc"]
     return "\n".join([
         SIZING_HEADING, "",
@@ -321,8 +341,9 @@ def sizing(info: dict[str, str], phases: list[Phase]) -> str:
         "running the same statements on the same PostgreSQL).",
         f"- **A second instance** changed that by x{proxy.ours:.2f} for runtime requests and "
         f"x{pay.ours:.2f} for charges (x{proxy.normalized:.2f} and x{pay.normalized:.2f} "
-        "against their references, which cancels the machine's load changing between the "
-        "two phases).",
+        "against their references, meant to cancel the machine's load changing between "
+        "the two phases)." + proxy.caution("nginx straight to the origin")
+        + pay.caution("pgbench") + slower,
         f"- **The bottleneck here is the {nproc} cores.** While wrk ran through one instance "
         f"the machine was {busy_proxy:.1f} of {nproc} cores busy ({other_proxy:.1f} of them "
         f"with other people's work): the instance's processes took {inst_cpu:.0f}% of a "

@@ -111,12 +111,21 @@ def test_the_sections_carry_the_measured_figures(figures: ModuleType,
     assert sizing.startswith(figures.SIZING_HEADING + "\n")
     assert "carried 3,100 runtime requests/s" in sizing and "105 product-route" in sizing
     assert "bounded by the cores" in sizing
+    assert "moved x" not in sizing and "got slower" not in sizing  # steady references, growth
     # 120% of a core for 3,100 req/s: 387 us a request, 2,583 requests/s per core
     assert "a runtime request cost the instances 387 us" in sizing
     assert "about 2,583 requests/s" in sizing
     assert "about 250 charges/s per instance core and 400 per PostgreSQL core" in sizing
     assert ("120% of a core under the proxy load with one instance and 120% with two: the "
             "cores were the limit") in sizing
+
+    # a reference that moved and a route that slowed are said so
+    two.nginx = [sample(r * 0.6) for r in (9100.0, 9900.0, 9600.0)]  # median 5,760 / 9,500
+    two.route = [payments(figures, r, instances=5.0, postgres=2.5) for r in (80.0, 90.0, 85.0)]
+    moved = figures.sizing(INFO, [one, two])
+    assert "nginx straight to the origin itself moved x0.61 between the phases" in moved
+    assert "Charges got slower with the second instance" in moved
+    assert "from 4.00 to 5.00 ms" in moved
 
     # written through bench/report.py: only that section is replaced
     report = importlib.import_module("report")
