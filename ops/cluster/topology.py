@@ -56,6 +56,10 @@ class Options:
     webhook_worker: bool = True
     # Extra SVCSRV_* settings for every process (tests shorten timers with these).
     settings: dict[str, str] = field(default_factory=dict)
+    # More server blocks for the edge's `http` block, beside the topology's own: the
+    # benchmark (bench/topology_bench.py) adds its reference proxy to the same nginx, so
+    # both are served by the same workers with the same TLS.
+    edge_extra: str = ""
 
 
 @dataclass
@@ -254,7 +258,8 @@ class Cluster:
         return NGINX_CONF.format(
             user=_nginx_user(), prefix=self.root / "nginx", servers=servers,
             edge_port=self.options.edge_port, cert=self.tls.cert, key=self.tls.key,
-            hosts=" ".join([*SERVICE_HOSTS, f"*.{APPS_DOMAIN}"]))
+            hosts=" ".join([*SERVICE_HOSTS, f"*.{APPS_DOMAIN}"]),
+            extra=self.options.edge_extra)
 
     def client_context(self) -> ssl.SSLContext:
         assert self.tls is not None
@@ -333,12 +338,13 @@ http {{
 {servers}
         keepalive 64;
     }}
+    # One certificate for every host, set here so that every server block inherits it.
+    ssl_certificate {cert};
+    ssl_certificate_key {key};
+    ssl_protocols TLSv1.2 TLSv1.3;
     server {{
         listen 127.0.0.1:{edge_port} ssl;
         server_name {hosts};
-        ssl_certificate {cert};
-        ssl_certificate_key {key};
-        ssl_protocols TLSv1.2 TLSv1.3;
         client_max_body_size 64m;
         location / {{
             proxy_pass http://svc;
@@ -355,5 +361,5 @@ http {{
             proxy_buffering off;
         }}
     }}
-}}
+{extra}}}
 """
