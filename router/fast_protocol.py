@@ -3,23 +3,27 @@
 uvicorn's httptools protocol builds an ASGI scope, a request cycle, an ``asyncio.Event``
 and a keep-alive timer for every request, whether or not ASGI runs; measured on this
 box, that framework work cost more than the whole proxying (bench/proxy_bench.py,
-docs/decisions.md). This protocol parses a request head itself and, when
-:meth:`router.fast_path.FastPath.plan` accepts it (a cached, open runtime; no body; no
-upgrade), sends it on a pooled origin connection and writes the small answer in one
-write from the origin connection's callback (``router/fast_exchange.py``). Nothing per
-request but the head's bytes, the planned headers and the exchange.
+docs/decisions.md). This protocol parses a request head itself, waits for the body its
+Content-Length declares when that is at most ``MAX_BODY``, and, when
+:meth:`router.fast_path.FastPath.plan` accepts the request (a cached, open runtime; no
+upgrade), sends head and body on a pooled origin connection and writes the small answer
+in one write from the origin connection's callback (``router/fast_exchange.py``).
+Nothing per request but the request's bytes, the planned headers and the exchange; and
+nothing reaches an origin before the request is whole.
 
 Any other request whose head is whole and which has no body (another host, a cache
 miss, a closed gate, ``/svc-auth-return``) runs the service's ASGI application in a
 uvicorn request cycle on this connection, exactly as uvicorn's own protocol would run it,
 and the connection stays here. Everything else is uvicorn's, by handing the connection
-over: the first request with a body, an upgrade, ``Expect``, or a head that does not
-parse is given, from its first byte, to :class:`router.server_protocol.HttpProtocol`,
-which then owns the connection for the rest of its life. A request is decided before any
-byte of it is consumed: its head is framed here by its blank line, and only a request
-that is whole at that point is ever served here. Every head is held to the service's
-limits first, as it arrives (``router/head_limits.py``): one over them is answered 414 or
-431 here and the connection closed, whatever would have served it.
+over: the first request with a chunked body, a body over ``MAX_BODY`` or one the fast
+path does not proxy, an upgrade, ``Expect``, or a head that does not parse is given, from
+its first byte, to :class:`router.server_protocol.HttpProtocol`, which then owns the
+connection for the rest of its life. A request is decided before any byte of it is
+consumed: its head is framed here by its blank line, its body counted by its
+Content-Length, and only a request that is whole at that point is ever served here.
+Every head is held to the service's limits first, as it arrives
+(``router/head_limits.py``): one over them is answered 414 or 431 here and the
+connection closed, whatever would have served it.
 
 A fast request whose answer the exchange cannot write in one go (no idle origin
 connection, an error, a streamed or large answer, a full write buffer, a client that
