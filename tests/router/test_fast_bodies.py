@@ -18,7 +18,9 @@ import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from router.fast_protocol import MAX_BODY
+from tests.factories import add_app
 from tests.router.origins import RawOrigin, closed_port
+from tests.router.test_fast_protocol import Answers, served
 from tests.router.test_proxy_disconnect import PROMPT, SilentOrigin, leave_before_the_answer
 from tests.router.test_proxy_fast_path import (
     ORIGIN_DATE,
@@ -274,3 +276,27 @@ def test_a_client_leaving_after_its_body_closes_the_upstream_on_the_fast_path(
         assert silent.closed.wait(PROMPT + 3), "the origin's connection stayed open"
         assert silent.closed_at[0] - left_at < PROMPT
     assert raw.connections == 1  # not retried: nobody was left to answer
+
+
+def test_shutdown_while_a_body_arrives_answers_that_request_then_closes(
+        proxy_db_url: str, proxy_sessions: sessionmaker[Session], origin: BodyOrigin) -> None:
+    add_app(proxy_sessions, "game", origin.url)
+    body = body_of(16 * 1024)
+    with served(proxy_db_url) as (router, server):
+        fast = fast_path(router)
+        with socket.create_connection(("127.0.0.1", router.port), timeout=10) as conn:
+            answers = Answers(conn)
+            conn.sendall(request(router, "/warm"))  # caches the route, through ASGI
+            answers.next()
+            before = fast.taken
+            data = with_body(router, "POST", "/late", body)
+            conn.sendall(data[:-100])
+            time.sleep(0.2)  # the head is parsed, the body held
+            server.should_exit = True
+            time.sleep(0.3)  # the server is shutting down: the connection waits for the rest
+            conn.sendall(data[-100:])
+            head, answer = answers.next()
+            assert answers.rest() == b""
+        assert fast.taken - before == 1
+    assert head.startswith(b"HTTP/1.1 200 ") and b"\r\nconnection: close\r\n" in head
+    assert answer.endswith(b"\r\n\r\n" + body)
