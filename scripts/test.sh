@@ -7,4 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 .venv/bin/ruff check .
 .venv/bin/mypy
-exec .venv/bin/pytest "$@"
+# Two workers by default (SVC_TEST_WORKERS to change): each starts its own PostgreSQL, Redis
+# and browser; modules with a costly module-scoped fixture stay on one worker (loadgroup,
+# tests/conftest.py). The slowest tests are listed at the end.
+exec .venv/bin/pytest -n "${SVC_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"

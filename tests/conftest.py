@@ -85,3 +85,19 @@ def sessions(db_url: str) -> Iterator[sessionmaker[Session]]:
 def start_router(db_url: str) -> RouterFactory:
     """``with start_router(**setting_overrides) as router:``, on SQLite and PostgreSQL."""
     return router_factory(db_url)
+
+
+# Modules whose module-scoped fixtures start something costly (a whole cluster, an image, a
+# node): under pytest-xdist (scripts/test.sh runs ``-n 2 --dist loadgroup``) each module's
+# tests stay on one worker, so that fixture starts once, not once per worker.
+_ONE_WORKER = ("tests.deploy.", "tests.chain.test_json_rpc",
+               "tests.router.test_auth_return_browser", "tests.router.test_proxy_streaming",
+               "tests.unit.test_topology_figures")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        name = module.__name__ if module is not None else ""
+        if name.startswith(_ONE_WORKER):
+            item.add_marker(pytest.mark.xdist_group(name))

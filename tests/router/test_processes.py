@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from router.invalidation import publish_app_changed_sync
 from tests.factories import add_app, update_app
 from tests.support.servers import AiohttpServer, answering
-from tests.support.services import free_port, listeners, tcp_sockets
+from tests.support.services import free_port, listeners
 from tests.support.waits import wait_for
 
 SVC_SERVER = str(Path(sys.executable).with_name("svc-server"))
@@ -74,8 +74,10 @@ def exited(pid: int) -> bool:
     return not Path(f"/proc/{pid}").exists()
 
 
-def connections_held(pids: set[int], port: int) -> dict[int, int]:
-    """How many established connections to ``port`` each process holds (from /proc)."""
+def connections_held(pids: set[int], port: int, peers: set[int]) -> dict[int, int]:
+    """How many established connections to ``port`` from the client ports ``peers`` each
+    process holds (from /proc). Only the peers: an earlier probe's connection may still be
+    established on the server's side for a moment after the client closed it."""
     inodes: dict[str, int] = {}
     for pid in pids:
         for fd in Path(f"/proc/{pid}/fd").iterdir():
@@ -86,9 +88,12 @@ def connections_held(pids: set[int], port: int) -> dict[int, int]:
             if target.startswith("socket:["):
                 inodes[target[8:-1]] = pid
     held = dict.fromkeys(pids, 0)
-    for state, inode in tcp_sockets(port):
-        if state == "01" and inode in inodes:  # ESTABLISHED
-            held[inodes[inode]] += 1
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote = (int(f.rsplit(":", 1)[1], 16) for f in fields[1:3])
+        state, inode = fields[3], fields[9]
+        if local == port and remote in peers and state == "01" and inode in inodes:
+            held[inodes[inode]] += 1  # ESTABLISHED, one of ours
     return held
 
 
@@ -148,7 +153,9 @@ def test_processes_serve_share_changes_and_are_replaced(
         for client in clients:
             client.request("GET", "/", headers={"Host": host})
             assert client.getresponse().read() == b"from origin"
-        held = connections_held(workers_of(proc.pid), port)
+        peers = {client.sock.getsockname()[1] for client in clients if client.sock}
+        assert len(peers) == 32  # each still connected (kept alive)
+        held = connections_held(workers_of(proc.pid), port, peers)
         for client in clients:
             client.close()
         assert sum(held.values()) == 32
