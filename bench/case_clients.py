@@ -35,8 +35,16 @@ from case_figures import percentile  # bench/ is on sys.path when run as a scrip
 
 BODY_LENGTH = 1024
 WS_KEY = base64.b64encode(b"proxy-cases-key!").decode()
-WS_ACCEPT = base64.b64encode(hashlib.sha1(  # noqa: S324 (RFC 6455's handshake, not a secret)
-    (WS_KEY + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+
+
+def accept_for(key: str) -> str:
+    """The Sec-WebSocket-Accept a server answers ``key`` with (RFC 6455 4.2.2)."""
+    digest = hashlib.sha1(  # noqa: S324 (the handshake's hash, not a secret)
+        (key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()
+    return base64.b64encode(digest).decode()
+
+
+WS_ACCEPT = accept_for(WS_KEY)
 MASK = b"\x1f\x2e\x3d\x4c"
 
 
