@@ -25,13 +25,13 @@ import base64
 import hashlib
 import itertools
 import json
-import resource
 import sys
 import time
 from typing import cast
 
 import uvloop
 from case_figures import percentile  # bench/ is on sys.path when run as a script
+from case_targets import raise_open_files
 
 BODY_LENGTH = 1024
 WS_KEY = base64.b64encode(b"proxy-cases-key!").decode()
@@ -46,15 +46,6 @@ def accept_for(key: str) -> str:
 
 WS_ACCEPT = accept_for(WS_KEY)
 MASK = b"\x1f\x2e\x3d\x4c"
-
-
-def raise_open_files() -> int:
-    """The soft RLIMIT_NOFILE up to the hard limit (10,000 sockets need it); the new soft."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard == resource.RLIM_INFINITY or hard > soft:
-        wanted = 1 << 20 if hard == resource.RLIM_INFINITY else hard
-        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def response_length(buffer: bytes) -> tuple[int, int] | None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from case_figures import CaseResult, Check, Column, Round, median_of, median_ratio
 from case_measure import WARMUP, Background, client, proxies, run_client, with_cpu, wrk
+from case_notes import big_note, idle_note, post_note, slow_note, ws_note
 from case_origins import digest_answer
 from case_targets import (
     BIG,
@@ -72,7 +73,7 @@ def wrk_errors(sample: object, key: str, notes: list[str]) -> None:
 
 
 def config_blocks(case_body: str) -> list[tuple[str, str, str]]:
-    common = nginx_text("<prefix>", "    ...\n", "<cores>")
+    common = nginx_text("<prefix>", "    ...\n", "<cores>", open_files="<RLIMIT_NOFILE>")
     env = {**router_env(0, Path("<SQLite file>"), "redis://127.0.0.1:<port>/0", 0),
            "SVCSRV_BIND_PORT": "<port>", "SVCSRV_APPS_PORT": "<port>",
            "SVCSRV_PROCESSES": "<cores>", **extra_router_env()}
@@ -125,6 +126,8 @@ def case_big(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
             rows.append(row)
     share = median_ratio(rows, "router", "nginx", "mb_s")
     cost = median_ratio(rows, "router", "nginx", "ms_per_mb")
+    if share < 0.5:
+        notes.append(big_note(rows))
     return case_result(
         1, "1 MiB answer", run,
         f"`wrk -t1 -c{BIG_CONNECTIONS} -d{duration}s --latency` on `GET /1m` (a 1,048,576-byte "
@@ -187,6 +190,8 @@ def case_post(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
             rows.append(row)
     rate = median_ratio(rows, "router", "nginx", "rps")
     p99 = median_ratio(rows, "router", "nginx", "p99_ms")
+    if not (rate >= 0.5 and p99 <= 2.0):
+        notes.append(post_note(rows))
     return case_result(
         2, "POST, 16 KB JSON body, 1 KB answer", run,
         f"`wrk -t1 -c{POST_CONNECTIONS} -d{duration}s --latency -s post.lua` on `POST /post` "
@@ -224,9 +229,16 @@ def idle_round(place: Bed, start: str, duration: int) -> dict[str, float]:
                 raise RuntimeError(f"paced client: {line!r}")
             time.sleep(1)
             held = rss_kb(target.proc.pid)
-            gen.stdin.write("go\n")
-            gen.stdin.flush()
-            result: dict[str, float] = json.loads(gen.stdout.read().strip().splitlines()[-1])
+            stdin, stdout = gen.stdin, gen.stdout
+
+            def timed_load() -> dict[str, float]:
+                stdin.write("go\n")
+                stdin.flush()
+                answer: dict[str, float] = json.loads(stdout.read().strip().splitlines()[-1])
+                return answer
+
+            result, cpu = with_cpu({"proxy": target.proc.pid}, timed_load)
+        result["cpu"] = cpu["proxy"]
         result["rss_before_mb"] = before / 1024
         result["kb_per_conn"] = (held - before) / IDLE_CONNECTIONS
         expect(target, "bench", "/", BODY)
@@ -249,6 +261,8 @@ def case_idle(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
         rows.append(row)
     p99 = median_ratio(rows, "router", "nginx", "p99_ms")
     memory = median_of(rows, "router", "kb_per_conn")
+    if not (p99 <= 2.0 and memory < 20):
+        notes.append(idle_note(rows))
     return case_result(
         3, "10,000 mostly idle keep-alive connections, 1,000 req/s", run,
         f"bench/case_clients.py `paced`: {IDLE_CONNECTIONS:,} keep-alive connections opened "
@@ -267,7 +281,7 @@ def case_idle(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
          Column("p99_ms", "p99", ".2f", " ms"), Column("max_ms", "max", ".1f", " ms"),
          Column("rss_before_mb", "RSS before", ".0f", " MB"),
          Column("kb_per_conn", "RSS/connection", ".1f", " KB"),
-         Column("errors", "errors", ".0f")],
+         Column("cpu", "proxy CPU", ".0f", "%"), Column("errors", "errors", ".0f")],
         rows, [Check("router p99 vs nginx's", f"{p99:.2f}x", "<= 2x", p99 <= 2.0),
                Check("router RSS per idle connection", f"{memory:.1f} KB", "< 20 KB",
                      memory < 20)], notes)
@@ -312,6 +326,7 @@ def case_slow(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
                 wrk_errors(sample, t.key, notes)
                 row[t.key] = {"rps": sample.rps, "p50_ms": sample.p50_ms,
                               "p99_ms": sample.p99_ms, "cpu": cpu["proxy"],
+                              "us_per_req": 1e4 * cpu["proxy"] / sample.rps,
                               "origin_cpu": cpu["origin"],
                               "fast_alone_p99_ms": alone.get("p99_ms", 0.0),
                               "fast_during_p99_ms": during.get("p99_ms", 0.0)}
@@ -323,6 +338,8 @@ def case_slow(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
             rows.append(row)
     added = median_of(rows, "router", "added_p99_ms")
     fast_added = median_of(rows, "router", "fast_added_ms")
+    if not (added < 10 and fast_added < 10):
+        notes.append(slow_note(rows))
     return case_result(
         4, "slow origin (200 ms) under 2,000 concurrent requests", run,
         f"`wrk -t2 -c{SLOW_CONNECTIONS} -d{duration + 2}s --latency --timeout 10s` on the slow "
@@ -337,7 +354,8 @@ def case_slow(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
         [Column("rps", "req/s", ",.0f"), Column("p50_ms", "p50", ".1f", " ms"),
          Column("p99_ms", "p99", ".1f", " ms"), Column("added_p99_ms", "added p99", ".1f",
                                                         " ms"),
-         Column("cpu", "proxy CPU", ".0f", "%"), Column("origin_cpu", "origin CPU", ".0f", "%"),
+         Column("cpu", "proxy CPU", ".0f", "%"), Column("us_per_req", "CPU/req", ".0f", " us"),
+         Column("origin_cpu", "origin CPU", ".0f", "%"),
          Column("fast_alone_p99_ms", "fast app p99 alone", ".2f", " ms"),
          Column("fast_during_p99_ms", "fast app p99 during", ".2f", " ms")],
         rows, [Check("router p99 added over the origin's", f"{added:.1f} ms", "< 10 ms",
@@ -378,6 +396,8 @@ def case_ws(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
                 print(f"case 5 {t.key}: {row[t.key]}", file=sys.stderr, flush=True)
             rows.append(row)
     share = median_ratio(rows, "router", "nginx", "messages_per_s")
+    if share < 0.4:
+        notes.append(ws_note(rows))
     return case_result(
         5, "WebSocket, 1,000 connections echoing 100-byte messages", run,
         f"bench/case_clients.py `ws`: {WS_CONNECTIONS:,} WebSocket connections (handshake "

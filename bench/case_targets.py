@@ -40,11 +40,12 @@ OPEN_FILES = 65536
 
 COMMON = """\
 worker_processes {workers};
-# 10,000 client connections (case 3), each proxied one with its origin connection.
+# 10,000 client connections (case 3) may all land on one worker, with its origin
+# connections: as many as the open-file limit the bench runs under allows.
 worker_rlimit_nofile {open_files};
 {user}pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
-events {{ worker_connections 30000; }}
+events {{ worker_connections {connections}; }}
 http {{
     access_log off;
     client_body_temp_path {prefix}/client_body;
@@ -124,9 +125,13 @@ def user_line() -> str:
     return f"user {pwd.getpwuid(os.getuid()).pw_name} {grp.getgrgid(os.getgid()).gr_name};\n"
 
 
-def nginx_text(prefix: Path | str, body: str, workers: int | str, user: str = "") -> str:
-    return COMMON.format(workers=workers, open_files=OPEN_FILES, user=user, prefix=prefix,
-                         keep_alive=KEEP_ALIVE, body=body)
+def nginx_text(prefix: Path | str, body: str, workers: int | str, user: str = "",
+               open_files: int | str | None = None) -> str:
+    if open_files is None:
+        open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    connections = open_files - 100 if isinstance(open_files, int) else "<that - 100>"
+    return COMMON.format(workers=workers, open_files=open_files, connections=connections,
+                         user=user, prefix=prefix, keep_alive=KEEP_ALIVE, body=body)
 
 
 def proxy_body(port: int | str, upstream_port: int | str, slow_port: int | str,
@@ -139,15 +144,16 @@ def extra_router_env() -> dict[str, str]:
     return {"SVCSRV_KEEP_ALIVE_TIMEOUT": str(KEEP_ALIVE)}
 
 
-def raise_open_files() -> None:
-    """RLIMIT_NOFILE for this process and all it starts (wrk, the servers, the clients)."""
+def raise_open_files() -> int:
+    """RLIMIT_NOFILE for this process and all it starts (wrk, the servers, the clients),
+    up to ``OPEN_FILES``; the limit now in force (a container may cap the hard limit)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft >= OPEN_FILES:
-        return
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, max(hard, OPEN_FILES)))
-    except (ValueError, OSError):  # not root: as far as the hard limit goes
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if soft < OPEN_FILES:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, max(hard, OPEN_FILES)))
+        except (ValueError, OSError):  # not allowed above the hard limit
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, OPEN_FILES), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 @dataclass

@@ -55,7 +55,7 @@ def main() -> int:
     if not (1 <= options.duration <= 120 and 1 <= options.rounds <= 10):
         parser.error("--duration must be 1..120 and --rounds 1..10")
     signal.signal(signal.SIGTERM, _on_sigterm)
-    raise_open_files()
+    open_files = raise_open_files()
     results = load_results(RESULTS)
     ok = True
     with bed(options.processes) as place:
@@ -63,7 +63,8 @@ def main() -> int:
             info = machine()
             print(f"case {case}: load average {info['load average at start']}",
                   file=sys.stderr, flush=True)
-            result = CASES[case](place, options.rounds, options.duration, run_line(info))
+            run = run_line(info) + f" Open-file limit (RLIMIT_NOFILE): {open_files:,}."
+            result = CASES[case](place, options.rounds, options.duration, run)
             ok = ok and result.met
             results[case] = result
             if not options.dry_run:  # kept as soon as measured: a later case may fail

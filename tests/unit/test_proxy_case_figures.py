@@ -111,3 +111,12 @@ def test_client_frames_answers_and_websocket_messages() -> None:
     assert unmasked == b"0000007" + b"m" * 93
     # RFC 6455 section 1.3's example key and accept value
     assert clients.accept_for("dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+
+
+def test_a_shortfall_note_quotes_the_round_figures() -> None:
+    notes = bench_module("case_notes")
+    rows = [{"nginx": {"us_per_req": 30.0, "cpu": 50.0, "rps": 16000.0},
+             "router": {"us_per_req": 180.0, "cpu": 90.0, "rps": 5000.0}}]
+    text = notes.post_note(rows)
+    assert "180 us of CPU per request against nginx's 30 us (6.0x" in text
+    assert "90% of a core against nginx's 50%" in text

@@ -1,0 +1,58 @@
+"""What bench/proxy_cases.py says under a case that falls short: the measured figures that
+explain it (CPU per unit of work against nginx's, the share of the box each got), written
+from the round figures so the words always match the numbers."""
+
+from __future__ import annotations
+
+from case_figures import Round, median_of, median_ratio
+
+
+def cpu_sentence(rows: list[Round], metric: str, unit: str, work: str) -> str:
+    router, nginx = median_of(rows, "router", metric), median_of(rows, "nginx", metric)
+    return (f"The router spent {router:.0f} {unit} of CPU per {work} against nginx's "
+            f"{nginx:.0f} {unit} ({router / nginx:.1f}x; proxy processes only, from /proc), "
+            f"with {median_of(rows, 'router', 'cpu'):.0f}% of a core against nginx's "
+            f"{median_of(rows, 'nginx', 'cpu'):.0f}% (the 2 cores are shared with the load "
+            "generator, the origin and, on this box, other jobs: see the load average).")
+
+
+def big_note(rows: list[Round]) -> str:
+    return (cpu_sentence(rows, "ms_per_mb", "ms", "MB") + " A 1 MiB answer is too large for "
+            "the fast path's one write (router/fast_exchange.py): it is streamed by the ASGI "
+            "path, through uvicorn's flow control, chunk by chunk.")
+
+
+def post_note(rows: list[Round]) -> str:
+    return (cpu_sentence(rows, "us_per_req", "us", "request") + " A request with a body "
+            "leaves the router's own protocol: the connection is handed to uvicorn's httptools "
+            "protocol at its first POST (router/fast_protocol.py), and every request on it "
+            "then costs an ASGI scope, a request cycle and task, the body read through ASGI "
+            "`receive` and streamed to the origin by router/proxy.py (issue 18, item 6: bodies "
+            "through the fast path).")
+
+
+def idle_note(rows: list[Round]) -> str:
+    return (f"p99 {median_of(rows, 'router', 'p99_ms'):.2f} ms against nginx's "
+            f"{median_of(rows, 'nginx', 'p99_ms'):.2f} ms at the same 1,000 req/s; the "
+            f"router's processes used {median_of(rows, 'router', 'cpu'):.0f}% of a core "
+            f"against nginx's {median_of(rows, 'nginx', 'cpu'):.0f}%.")
+
+
+def slow_note(rows: list[Round]) -> str:
+    rate = median_ratio(rows, "router", "nginx", "rps")
+    return (cpu_sentence(rows, "us_per_req", "us", "request") + " 2,000 clients each "
+            "waiting 200 ms ask for up to 10,000 req/s; the router answered "
+            f"{median_of(rows, 'router', 'rps'):,.0f} req/s ({rate:.0%} of nginx's "
+            f"{median_of(rows, 'nginx', 'rps'):,.0f}), so requests queue in its processes "
+            "behind the CPU they need and the queueing, not the origin, sets its p99. The "
+            "fast app shares those processes and that queue; nginx's fast app p99 moved from "
+            f"{median_of(rows, 'nginx', 'fast_alone_p99_ms'):.2f} to "
+            f"{median_of(rows, 'nginx', 'fast_during_p99_ms'):.2f} ms under the same load "
+            "on the same box.")
+
+
+def ws_note(rows: list[Round]) -> str:
+    return (cpu_sentence(rows, "us_per_message", "us", "message") + " Each message crosses "
+            "uvicorn's websockets-sansio protocol, the ASGI receive and send queues and "
+            "aiohttp's client WebSocket (router/websocket_proxy.py) in each direction, with "
+            "two tasks per connection; nginx relays the bytes.")
