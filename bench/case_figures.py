@@ -98,8 +98,9 @@ def render_case(result: CaseResult) -> str:
     verdict = "all targets met" if result.met else "below target"
     lines = [f"### Case {result.case}: {result.title} ({verdict})", "", result.run, "",
              result.load, ""]
-    lines += [f"- {c.what}: **{c.shown}** (target {c.target}: "
-              f"{'met' if c.met else 'MISSED'})" for c in result.checks]
+    lines += [f"- {c.what}: **{c.shown}** " + (
+        f"(target {c.target}: {'met' if c.met else 'MISSED'})" if c.target else
+        "(reported; no target)") for c in result.checks]
     lines += ["", "Median of rounds:", "",
               "| Target | " + " | ".join(c.label for c in result.columns) + " |",
               "|---|" + "---:|" * len(result.columns)]
@@ -120,8 +121,12 @@ def render_case(result: CaseResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_section(results: dict[int, CaseResult], intro: str) -> str:
+def render_section(results: dict[int, CaseResult], intro: str, shared: str = "") -> str:
+    """The whole section: ``intro``, every kept case in order, then ``shared`` (the
+    configuration common to the cases)."""
     parts = [HEADING, "", intro, ""]
     for case in sorted(results):
         parts += [render_case(results[case])]
+    if shared:
+        parts += [shared]
     return "\n".join(parts)

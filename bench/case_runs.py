@@ -72,31 +72,51 @@ def wrk_errors(sample: object, key: str, notes: list[str]) -> None:
         notes.append(f"wrk reported for `{key}`: {errors}.")
 
 
-def config_blocks(case_body: str) -> list[tuple[str, str, str]]:
-    common = nginx_text("<prefix>", "    ...\n", "<cores>", open_files="<RLIMIT_NOFILE>")
+def router_env_line(processes: int | str = "<cores>") -> str:
     env = {**router_env(0, Path("<SQLite file>"), "redis://127.0.0.1:<port>/0", 0),
            "SVCSRV_BIND_PORT": "<port>", "SVCSRV_APPS_PORT": "<port>",
-           "SVCSRV_PROCESSES": "<cores>", **extra_router_env()}
-    shown = " ".join(f"{k}={v}" for k, v in env.items() if not k.endswith(
+           "SVCSRV_PROCESSES": str(processes), **extra_router_env()}
+    return " ".join(f"{k}={v}" for k, v in env.items() if not k.endswith(
         ("BASE_URL", "PORTAL_URL", "CONSOLE_URL", "DOCS_URL")))
-    return [
-        ("nginx (upstream and proxy; the upstream with 1 worker)", "nginx", common),
+
+
+def shared_configuration() -> str:
+    """The configuration every case runs with, rendered once under the cases."""
+    blocks = [
+        ("nginx, the upstream (1 worker) and the proxy (`worker_processes` = the cores)",
+         "nginx", nginx_text("<prefix>", "    ...\n", "<1 or cores>",
+                             open_files="<RLIMIT_NOFILE>")),
         ("nginx proxy `http` body", "nginx", PROXY.format(
             port="<port>", upstream_port="<upstream>", slow_port="<slow origin>",
             ws_port="<ws origin>", forward="(X-Forwarded-* as bench/proxy_bench.py)")),
         ("upstream `http` body", "nginx", UPSTREAM.format(
             port="<upstream>", big="<1 MiB file>", payload="<1,024 bytes>")),
-        ("router: `router.cli.serve(load_settings())` with apps bench, fast -> upstream, slow "
-         "-> slow origin, ws -> echo origin", "sh", shown),
-        ("this case", "text", case_body),
+        ("router: `router.cli.serve(load_settings())` after seeding the apps bench and fast "
+         "(-> upstream), slow (-> slow origin), ws (-> echo origin), with base, portal, "
+         "console and docs URLs `http://<name>.localhost:<port>`", "sh", router_env_line()),
     ]
+    lines = ["### Configuration of every case", ""]
+    for label, lang, text in blocks:
+        lines += [f"{label}:", "", f"```{lang}", text.rstrip(), "```", ""]
+    return "\n".join(lines)
+
+
+def config_blocks(nginx_part: str, processes: int) -> list[tuple[str, str, str]]:
+    """What this case ran with, kept with its figures (the whole of it is rendered once,
+    under the cases, from the code of the latest run)."""
+    return [("router environment", "sh", router_env_line(processes)),
+            ("nginx, for this case", "text", nginx_part)]
 
 
 def case_result(case: int, title: str, run: str, load: str, targets: dict[str, str],
                 columns: list[Column], rounds: list[Round], checks: list[Check],
-                notes: list[str]) -> CaseResult:
+                notes: list[str], nginx_part: str, processes: int) -> CaseResult:
     return CaseResult(case, title, run, load, targets, columns, rounds, checks,
-                      config_blocks(load), notes)
+                      config_blocks(nginx_part, processes), notes)
+
+
+def plural(rounds: int) -> str:
+    return f"{rounds} round{'' if rounds == 1 else 's'}"
 
 
 # --------------------------------------------------------------------------- case 1
@@ -131,7 +151,7 @@ def case_big(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
     return case_result(
         1, "1 MiB answer", run,
         f"`wrk -t1 -c{BIG_CONNECTIONS} -d{duration}s --latency` on `GET /1m` (a 1,048,576-byte "
-        f"file from the upstream), after a {WARMUP} s warm-up per target; {rounds} rounds, "
+        f"file from the upstream), after a {WARMUP} s warm-up per target; {plural(rounds)}, "
         "nginx then router. MB = 10^6 bytes read by wrk (heads included); CPU per MB is the "
         "proxy processes' CPU time (from /proc) over the MB they relayed.",
         {"nginx": "nginx proxy", "router": "router"},
@@ -139,8 +159,9 @@ def case_big(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
          Column("cpu", "proxy CPU", ".0f", "%"), Column("ms_per_mb", "CPU/MB", ".2f", " ms"),
          Column("upstream_cpu", "upstream CPU", ".0f", "%")],
         rows, [Check("router MB/s vs nginx's", f"{share:.0%}", ">= 50%", share >= 0.5),
-               Check("router CPU per MB vs nginx's (reported)", f"{cost:.2f}x", "none",
-                     True)], notes)
+               Check("router CPU per MB vs nginx's", f"{cost:.2f}x", "", True)], notes,
+        f"worker_processes {place.processes}; proxy_pass to the upstream (keepalive 512); "
+        "proxy_buffering on with the default proxy_buffers (8 x 4 KB)", place.processes)
 
 
 # --------------------------------------------------------------------------- case 2
@@ -197,14 +218,16 @@ def case_post(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
         f"`wrk -t1 -c{POST_CONNECTIONS} -d{duration}s --latency -s post.lua` on `POST /post` "
         "(the script sets the method, `Content-Type: application/json` and a 16,384-byte "
         f"JSON body; the upstream answers 1,024 bytes), after a {WARMUP} s warm-up; "
-        f"{rounds} rounds. Checked first: the 1 KB answer, and the body reaching an origin "
+        f"{plural(rounds)}. Checked first: the 1 KB answer, and the body reaching an origin "
         "byte for byte (its length and SHA-256, echoed by the slow origin's `/digest`).",
         {"nginx": "nginx proxy", "router": "router"},
         [Column("rps", "req/s", ",.0f"), Column("p50_ms", "p50", ".2f", " ms"),
          Column("p99_ms", "p99", ".2f", " ms"), Column("cpu", "proxy CPU", ".0f", "%"),
          Column("us_per_req", "CPU/req", ".0f", " us")],
         rows, [Check("router req/s vs nginx's", f"{rate:.0%}", ">= 50%", rate >= 0.5),
-               Check("router p99 vs nginx's", f"{p99:.2f}x", "<= 2x", p99 <= 2.0)], notes)
+               Check("router p99 vs nginx's", f"{p99:.2f}x", "<= 2x", p99 <= 2.0)], notes,
+        f"worker_processes {place.processes}; client_body_buffer_size 64k; proxy_pass to the "
+        "upstream (keepalive 512), request buffering on (the default)", place.processes)
 
 
 # --------------------------------------------------------------------------- case 3
@@ -284,7 +307,10 @@ def case_idle(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
          Column("cpu", "proxy CPU", ".0f", "%"), Column("errors", "errors", ".0f")],
         rows, [Check("router p99 vs nginx's", f"{p99:.2f}x", "<= 2x", p99 <= 2.0),
                Check("router RSS per idle connection", f"{memory:.1f} KB", "< 20 KB",
-                     memory < 20)], notes)
+                     memory < 20)], notes,
+        f"worker_processes {place.processes}; worker_rlimit_nofile and worker_connections "
+        f"from RLIMIT_NOFILE; keepalive_timeout {KEEP_ALIVE}s; keepalive_requests 1000000",
+        place.processes)
 
 
 # --------------------------------------------------------------------------- case 4
@@ -348,7 +374,7 @@ def case_slow(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
         f"Meanwhile, from its 1st second, bench/case_clients.py `paced` sends {FAST_RATE} "
         f"GET/s over {FAST_CONNECTIONS} connections for {duration} s to the `fast` app (the "
         "1 KB upstream) through the same proxy; the same client alone, just before, gives "
-        f"the fast app's p99 without the slow load. {rounds} rounds, origin, nginx, router. "
+        f"the fast app's p99 without the slow load. {plural(rounds)}, origin, nginx, router. "
         "Added p99 is a proxy's p99 minus the origin's in the same round.",
         {"origin": "slow origin, directly", "nginx": "nginx proxy", "router": "router"},
         [Column("rps", "req/s", ",.0f"), Column("p50_ms", "p50", ".1f", " ms"),
@@ -362,7 +388,9 @@ def case_slow(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
                      added < 10),
                Check("fast app's p99 during the slow load minus alone, through the router",
                      f"{fast_added:+.2f} ms", "unchanged: within 10 ms", fast_added < 10)],
-        notes)
+        notes, f"worker_processes {place.processes}; slow.apps.localhost -> the slow origin "
+        "(keepalive 512 per worker, as the router's 512 idle per process); "
+        "fast.apps.localhost -> the upstream", place.processes)
 
 
 # --------------------------------------------------------------------------- case 5
@@ -405,14 +433,16 @@ def case_ws(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
         f"for byte; each connection's message is its own) and sending the next, for a 1 s "
         f"warm-up then {duration} s; messages/s counts echoes. The origin is the "
         "`websockets` library's echo (no compression, no pings). The origin directly gives "
-        f"the ceiling of the client and origin on this box. {rounds} rounds, origin, nginx, "
+        f"the ceiling of the client and origin on this box. {plural(rounds)}, origin, nginx, "
         "router.",
         {"origin": "echo origin, directly", "nginx": "nginx proxy", "router": "router"},
         [Column("messages_per_s", "messages/s", ",.0f"), Column("cpu", "proxy CPU", ".0f", "%"),
          Column("us_per_message", "proxy CPU/message", ".0f", " us"),
          Column("origin_cpu", "origin CPU", ".0f", "%")],
         rows, [Check("router messages/s vs nginx's", f"{share:.0%}", ">= 40%", share >= 0.4)],
-        notes)
+        notes, f"worker_processes {place.processes}; ws.apps.localhost -> the echo origin with "
+        "proxy_http_version 1.1, Upgrade $http_upgrade, Connection \"upgrade\", "
+        "proxy_read_timeout 1h", place.processes)
 
 
 CASES = {1: case_big, 2: case_post, 3: case_idle, 4: case_slow, 5: case_ws}

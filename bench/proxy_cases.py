@@ -30,7 +30,7 @@ from pathlib import Path
 
 from case_figures import HEADING, load_results, render_section, save_results
 from case_measure import run_line
-from case_runs import CASES, intro
+from case_runs import CASES, intro, shared_configuration
 from case_targets import bed, raise_open_files, serve_router
 from proxy_bench import machine
 from report import write_section
@@ -69,8 +69,9 @@ def main() -> int:
             results[case] = result
             if not options.dry_run:  # kept as soon as measured: a later case may fail
                 save_results(RESULTS, results)
-                write_section(HEADING, render_section(results, intro()))
-    print(render_section({c: results[c] for c in options.case}, intro()))
+                write_section(HEADING, render_section(results, intro(), shared_configuration()))
+    print(render_section({c: results[c] for c in options.case}, intro(),
+                         shared_configuration()))
     return 0 if ok else 1
 
 

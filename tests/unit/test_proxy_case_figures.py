@@ -71,6 +71,10 @@ def test_a_case_renders_its_checks_medians_rounds_and_configuration(
     assert "```nginx\nworker_processes 2;\n```" in text
     assert "Why it falls short." in text
     assert "(all targets met)" in figures.render_case(result(figures, 2, 1500.0, True))
+    reported = result(figures, 2, 1500.0, True)
+    reported.checks.append(figures.Check("CPU per MB vs nginx's", "1.10x", "", True))
+    assert "- CPU per MB vs nginx's: **1.10x** (reported; no target)" in figures.render_case(
+        reported)
 
 
 def test_rerunning_one_case_keeps_the_others(figures: ModuleType, tmp_path: Path) -> None:
@@ -80,11 +84,12 @@ def test_rerunning_one_case_keeps_the_others(figures: ModuleType, tmp_path: Path
     results = figures.load_results(kept)
     results[2] = result(figures, 2, 1900.0, True)  # case 2 rerun
     figures.save_results(kept, results)
-    section = figures.render_section(figures.load_results(kept), "Intro.")
+    section = figures.render_section(figures.load_results(kept), "Intro.", "### Shared\n")
     assert section.startswith(figures.HEADING + "\n\nIntro.\n")
     assert section.index("### Case 1") < section.index("### Case 2")
     assert "| router | 1,500 |" in section and "| router | 1,900 |" in section
     assert "| router | 700 |" not in section
+    assert section.endswith("### Shared\n")
     assert figures.load_results(tmp_path / "absent.json") == {}
 
 
