@@ -278,7 +278,11 @@ async def ws_echo(port: int, host: str, connections: int, duration: float) -> di
     numbers = itertools.count()
     conns = [c for c in await open_all(port, connections, lambda: WsEcho(
         host, ws_payload(next(numbers)), counter)) if isinstance(c, WsEcho)]
-    await asyncio.gather(*(c.ready for c in conns))
+    # A handshake never answered is an error to report, not a hang of the bench.
+    await asyncio.wait([asyncio.ensure_future(c.ready) for c in conns], timeout=30)
+    for conn in conns:
+        if not conn.ready.done():
+            conn.fail("no handshake answer in 30 s")
     refused = [c.error for c in conns if c.error]
     if refused:
         return {"messages_per_s": 0.0, "errors": len(refused), "first_error": refused[0]}  # type: ignore[dict-item]
