@@ -6,6 +6,23 @@ from __future__ import annotations
 
 from case_figures import Round, median_of, median_ratio
 
+# One router process under cProfile with the case's load at half the connections
+# (`bench/case_profile.py post|slow`), 2026-11-25 on this box, load average 7 to 9.
+POST_PROFILE = (
+    "Profile (`bench/case_profile.py post`: one router process, cProfile, CPU time): 60% of "
+    "the profiled time in our code on the ASGI path (router/proxy.py through "
+    "router/runtime_host.py: the header plans, the upstream client's `request` and "
+    "`_send_body`, the relay of the answer), 18% in uvicorn's httptools protocol (its "
+    "`send` and request cycle), 17% in builtins; no one function over 6%: the cost is the "
+    "per-request machinery of the ASGI path, which bodyless requests skip on the fast path.")
+SLOW_PROFILE = (
+    "Profile (`bench/case_profile.py slow`: one router process, 1,000 connections, cProfile, "
+    "CPU time): 82% of the profiled time in our code, all on the fast path "
+    "(`FastProtocol._next`, `FastExchange._finish`, the origin connection's `begin` and "
+    "`data_received`; as many fast-path heads as answers), 14% builtins, 1% uvicorn; the "
+    "process used 60% of a core while its p99 was 3 s: it waited to be scheduled on the "
+    "shared cores as much as it computed.")
+
 
 def cpu_sentence(rows: list[Round], metric: str, unit: str, work: str) -> str:
     router, nginx = median_of(rows, "router", metric), median_of(rows, "nginx", metric)
@@ -28,7 +45,7 @@ def post_note(rows: list[Round]) -> str:
             "protocol at its first POST (router/fast_protocol.py), and every request on it "
             "then costs an ASGI scope, a request cycle and task, the body read through ASGI "
             "`receive` and streamed to the origin by router/proxy.py (issue 18, item 6: bodies "
-            "through the fast path).")
+            "through the fast path). " + POST_PROFILE)
 
 
 def idle_note(rows: list[Round]) -> str:
@@ -51,7 +68,7 @@ def slow_note(rows: list[Round]) -> str:
             "fast app shares those processes and that queue; nginx's fast app p99 moved from "
             f"{median_of(rows, 'nginx', 'fast_alone_p99_ms'):.2f} to "
             f"{median_of(rows, 'nginx', 'fast_during_p99_ms'):.2f} ms under the same load "
-            "on the same box.")
+            "on the same box. " + SLOW_PROFILE)
 
 
 def ws_note(rows: list[Round]) -> str:
