@@ -75,6 +75,18 @@ def required_str(body: dict[str, Any], name: str, max_length: int = 500) -> str:
     return value
 
 
+MAX_PAGE = 200  # the most rows one list answer holds
+
+
+def page_size(raw: str | None, default: int = 50) -> int:
+    """A list's ``limit`` query parameter: 1 to MAX_PAGE, ``default`` when absent."""
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+        raise ApiError("invalid_field", 422, f"'limit' must be 1 to {MAX_PAGE}.", field="limit")
+    return int(raw)
+
+
 def field_str_list(body: dict[str, Any], name: str, *, max_items: int = 50) -> list[str] | None:
     value = body.get(name)
     if value is None:

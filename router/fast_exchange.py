@@ -1,11 +1,11 @@
 """A fast-path request carried by the origin connection's callbacks, without a task.
 
-For the common answer the whole exchange happens inside two callbacks: the client's head
-arrives (``router/fast_protocol.py`` starts the request on an idle pooled connection)
-and the origin's answer arrives, head and small body in one segment (the connection
-calls :meth:`FastExchange.step`, which writes the answer). A coroutine in a task costs a
-task, a future and two trips round the event loop per request for the same work
-(bench/proxy_bench.py, docs/decisions.md).
+For the common answer the whole exchange happens inside two callbacks: the client's
+request is whole (``router/fast_protocol.py`` starts it, head and any body in one write,
+on an idle pooled connection) and the origin's answer arrives, head and small body in one
+segment (the connection calls :meth:`FastExchange.step`, which writes the answer). A
+coroutine in a task costs a task, a future and two trips round the event loop per request
+for the same work (bench/proxy_bench.py, docs/decisions.md).
 
 Only that plain case is handled here. Anything else -- no idle connection, an error, a
 timeout, a client that left, an answer to stream or too large, a write ``send`` must make
@@ -36,14 +36,15 @@ StartTask = Callable[[ASGI3Application], None]
 
 
 class FastExchange:
-    __slots__ = ("_client_gone", "_conn", "_headers", "_method", "_origin", "_plan", "_proxy",
-                 "_route", "_start_task", "_target", "_write_whole")
+    __slots__ = ("_body", "_client_gone", "_conn", "_headers", "_method", "_origin", "_plan",
+                 "_proxy", "_route", "_start_task", "_target", "_write_whole")
 
     def __init__(self, proxy: HttpProxy, route: RuntimeRoute, origin: Origin, method: str,
-                 target: bytes, headers: Headers, client_gone: ClientGoneWaiter,
-                 write_whole: WholeWriter,
+                 target: bytes, headers: Headers, body: bytes | None,
+                 client_gone: ClientGoneWaiter, write_whole: WholeWriter,
                  start_task: StartTask) -> None:
         self._proxy = proxy
+        self._body = body  # the whole request body, or None for a bodyless request
         self._route = route
         self._origin = origin
         self._method = method
@@ -56,10 +57,10 @@ class FastExchange:
         self._plan: ResponsePlan | None = None
 
     def start(self) -> bool:
-        """Send the request on an idle pooled connection; False if there is none (nothing
-        was sent: the caller runs :meth:`task` instead)."""
+        """Send the request (and its body) on an idle pooled connection; False if there is
+        none (nothing was sent: the caller runs :meth:`task` instead)."""
         conn = self._proxy.client().start(
-            self._origin, self._method, self._target, self._headers,
+            self._origin, self._method, self._target, self._headers, self._body or b"",
             client_gone=self._client_gone)
         if conn is None:
             return False
@@ -71,8 +72,8 @@ class FastExchange:
         """The rest of the exchange as the request cycle's ASGI application."""
         return cast(ASGI3Application, partial(
             self._proxy.exchange, route=self._route, origin=self._origin,
-            headers=self._headers, target=self._target, write_whole=self._write_whole,
-            started=self._conn))
+            headers=self._headers, target=self._target, body=self._body,
+            write_whole=self._write_whole, started=self._conn))
 
     def step(self) -> None:
         """The connection made progress (head, body, end, or an error)."""

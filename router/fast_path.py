@@ -4,12 +4,14 @@ Through ASGI every proxied request pays for uvicorn's scope and ``send`` framing
 Host dispatch of :class:`router.app.Service`, an awaited cache lookup and the gate of
 :class:`router.runtime_host.RuntimeHost` before :class:`router.proxy.HttpProxy` starts
 (bench/proxy_bench.py, docs/decisions.md). The common request needs none of it: a runtime
-host whose route is cached and open, no body, no upgrade, not ``/svc-auth-return``.
+host whose route is cached and open, no upgrade, not ``/svc-auth-return``, and no body or
+one the protocol already holds whole (``router/fast_protocol.py``).
 :meth:`FastPath.plan` recognises it from the parsed head with the same rules the ASGI path
 applies (``HostTable.classify``, ``AppDirectory``, ``gate``, ``plan_request``), and
 ``router/fast_protocol.py`` hands it straight to :meth:`HttpProxy.exchange`. Anything
-else gets ``None`` and goes through ASGI unchanged: a cache miss, a closed gate, a body,
-a refused origin address, a host that is not a runtime.
+else gets ``None`` and goes through ASGI unchanged: a cache miss, a closed gate, a body
+over the proxy's limit (the 413 page) or not framed by the Content-Length sent on, a
+refused origin address, a host that is not a runtime.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class FastPath:
         self._table = table
         self._resources = resources
         self._trusted = settings.trusted_proxies
+        self._max_request = settings.proxy_max_request_bytes
         self._slugs: dict[bytes, str] = {}
         self.taken = 0  # requests planned here (the tests and the benchmark read it)
         self.untasked = 0  # of which sent at once from the protocol, without a task
@@ -47,12 +50,13 @@ class FastPath:
         return is_trusted(client_ip, self._trusted)
 
     def plan(self, headers: Headers, path: str, client_ip: str | None, scheme: str,
-             trusted_proxy: bool) -> FastRequest | None:
+             trusted_proxy: bool, body_length: int = 0) -> FastRequest | None:
         """The request to send to the origin, or None: let the ASGI path answer.
 
         ``headers`` are the client's (names lower-cased, as uvicorn gives them); ``path``
-        is decoded as in the ASGI scope. The caller has ruled out upgrades and
-        ``Expect: 100-continue``.
+        is decoded as in the ASGI scope; ``body_length`` is the length of the body the
+        caller holds whole (Content-Length framed it). The caller has ruled out upgrades,
+        ``Expect: 100-continue`` and chunked bodies.
         """
         host = None
         for name, value in headers:
@@ -76,7 +80,10 @@ class FastPath:
         planned, declared, chunked = plan_request(
             headers, upstream_host=origin.host_bytes, client_ip=client_ip, scheme=scheme,
             trusted_proxy=trusted_proxy)
-        if chunked or declared:  # a body: streamed and limited by the ASGI path
+        length = declared or 0
+        # The ASGI path answers a body over the limit (413), and one whose Content-Length
+        # is not sent on (named in Connection): what it does there is its own.
+        if chunked or length != body_length or length > self._max_request:
             return None
         self.taken += 1
         return route, origin, planned

@@ -3,23 +3,27 @@
 uvicorn's httptools protocol builds an ASGI scope, a request cycle, an ``asyncio.Event``
 and a keep-alive timer for every request, whether or not ASGI runs; measured on this
 box, that framework work cost more than the whole proxying (bench/proxy_bench.py,
-docs/decisions.md). This protocol parses a request head itself and, when
-:meth:`router.fast_path.FastPath.plan` accepts it (a cached, open runtime; no body; no
-upgrade), sends it on a pooled origin connection and writes the small answer in one
-write from the origin connection's callback (``router/fast_exchange.py``). Nothing per
-request but the head's bytes, the planned headers and the exchange.
+docs/decisions.md). This protocol parses a request head itself, waits for the body its
+Content-Length declares when that is at most ``MAX_BODY``, and, when
+:meth:`router.fast_path.FastPath.plan` accepts the request (a cached, open runtime; no
+upgrade), sends head and body on a pooled origin connection and writes the small answer
+in one write from the origin connection's callback (``router/fast_exchange.py``).
+Nothing per request but the request's bytes, the planned headers and the exchange; and
+nothing reaches an origin before the request is whole.
 
 Any other request whose head is whole and which has no body (another host, a cache
 miss, a closed gate, ``/svc-auth-return``) runs the service's ASGI application in a
 uvicorn request cycle on this connection, exactly as uvicorn's own protocol would run it,
 and the connection stays here. Everything else is uvicorn's, by handing the connection
-over: the first request with a body, an upgrade, ``Expect``, or a head that does not
-parse is given, from its first byte, to :class:`router.server_protocol.HttpProtocol`,
-which then owns the connection for the rest of its life. A request is decided before any
-byte of it is consumed: its head is framed here by its blank line, and only a request
-that is whole at that point is ever served here. Every head is held to the service's
-limits first, as it arrives (``router/head_limits.py``): one over them is answered 414 or
-431 here and the connection closed, whatever would have served it.
+over: the first request with a chunked body, a body over ``MAX_BODY`` or one the fast
+path does not proxy, an upgrade, ``Expect``, or a head that does not parse is given, from
+its first byte, to :class:`router.server_protocol.HttpProtocol`, which then owns the
+connection for the rest of its life. A request is decided before any byte of it is
+consumed: its head is framed here by its blank line, its body counted by its
+Content-Length, and only a request that is whole at that point is ever served here.
+Every head is held to the service's limits first, as it arrives
+(``router/head_limits.py``): one over them is answered 414 or 431 here and the
+connection closed, whatever would have served it.
 
 A fast request whose answer the exchange cannot write in one go (no idle origin
 connection, an error, a streamed or large answer, a full write buffer, a client that
@@ -55,13 +59,17 @@ log = logging.getLogger(__name__)
 
 # Pipelined bytes held while a request is in flight before reading pauses.
 MAX_BUFFER = 64 * 1024
+# The largest request body held here, whole, and proxied on the fast path; a larger one
+# (or a chunked one) hands the connection to uvicorn's protocol, which streams it. As
+# MAX_BUFFER: what a connection can make the process hold stays of that order.
+MAX_BODY = 64 * 1024
 
 
 class _Head:
     """What the parser reports about one request head (httptools callbacks)."""
 
-    __slots__ = ("complete", "expect", "headers", "hosts", "keep_alive", "method", "parser",
-                 "upgrade", "url", "version")
+    __slots__ = ("chunked", "complete", "expect", "headers", "hosts", "keep_alive", "length",
+                 "method", "parser", "upgrade", "url", "version")
 
     def __init__(self) -> None:
         self.parser = httptools.HttpRequestParser(self)
@@ -76,6 +84,8 @@ class _Head:
         self.keep_alive = True
         self.upgrade = False
         self.hosts = 0
+        self.length: bytes | None = None  # Content-Length, as the parser accepted it
+        self.chunked = False  # any Transfer-Encoding
 
     def on_message_begin(self) -> None:
         self.url = b""
@@ -83,6 +93,8 @@ class _Head:
         self.complete = False
         self.expect = False
         self.hosts = 0
+        self.length = None
+        self.chunked = False
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -93,6 +105,10 @@ class _Head:
             self.expect = True
         elif name == b"host":
             self.hosts += 1
+        elif name == b"content-length":
+            self.length = value
+        elif name == b"transfer-encoding":
+            self.chunked = True
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
@@ -111,8 +127,9 @@ class FastProtocol(asyncio.Protocol):
     __slots__ = (
         "_app", "_app_state", "_buffer", "_client", "_client_ip", "_closing", "_config", "_cycle",
         "_exchange", "_fast", "_flow", "_gone", "_gone_waiter", "_handed_over", "_head",
-        "_idle_timer", "_last", "_loop", "_policy", "_reading_paused", "_request", "_scan",
-        "_scheme", "_server", "_server_state", "_transport", "_trusted", "_writes",
+        "_head_end", "_idle_timer", "_last", "_loop", "_policy", "_reading_paused", "_request",
+        "_scan", "_scheme", "_server", "_server_state", "_transport", "_trusted", "_wanted",
+        "_writes",
     )
 
     def __init__(self, fast: FastPath, config: Config, server_state: ServerState,
@@ -141,6 +158,10 @@ class FastProtocol(asyncio.Protocol):
         self._request: tuple[str, str, str, bytes, bytes, Headers, bool] | None = None
         self._exchange: FastExchange | None = None
         self._cycle: RequestResponseCycle | None = None
+        # While a parsed head's body arrives: where the head ends, and where the whole
+        # request will end, in the buffer (0: no body awaited).
+        self._head_end = 0
+        self._wanted = 0
         self._reading_paused = False
         self._closing = False  # shutting down: close after the answer in flight
         self._gone = False
@@ -207,17 +228,43 @@ class FastProtocol(asyncio.Protocol):
         transport = self._transport
         if transport is None:
             return
-        if self._request is None:
+        if self._request is None and not self._wanted:
             transport.close()
             return
-        self._closing = True
+        self._closing = True  # a body on its way: its request is answered, then closed
         if self._cycle is not None:
             self._cycle.keep_alive = False
 
     # -- requests -------------------------------------------------------------------------
 
     def _next(self) -> None:
-        """Serve the request at the start of the buffer, if its head is all there."""
+        """Serve the request at the start of the buffer once it is whole: its head, and the
+        body its Content-Length declares (up to ``MAX_BODY``)."""
+        if self._wanted:  # the head is parsed; its body is arriving
+            if len(self._buffer) >= self._wanted:
+                self._body_arrived()
+            return
+        end = self._read_head()
+        if end < 0:
+            return
+        head = self._head
+        if head.complete:
+            self._serve(end, None)
+            return
+        length = head.length
+        # A chunked body, or one over the bound, streams through uvicorn's protocol: what a
+        # connection makes this process hold stays a head and MAX_BODY.
+        if head.chunked or length is None or not length.isdigit() or int(length) > MAX_BODY:
+            self._hand_over()
+            return
+        self._head_end = end
+        self._wanted = end + int(length)
+        if len(self._buffer) >= self._wanted:
+            self._body_arrived()
+
+    def _read_head(self) -> int:
+        """Parse the head at the start of the buffer; where it ends, or -1 when it is not
+        all there yet or was refused or handed over."""
         buffer = self._buffer
         scan = self._scan
         end = buffer.find(b"\r\n\r\n", scan.resume_at) if scan.started else buffer.find(
@@ -225,26 +272,46 @@ class FastProtocol(asyncio.Protocol):
         try:
             if end < 0:
                 scan.check(buffer)  # refuses a head growing past the limits
-                return
+                return -1
             check_whole(buffer, end + 4, scan)
         except HeadRefused as refused:
             if refused.malformed:
                 self._hand_over()  # uvicorn answers 400, as for every head that does not parse
             else:
                 self._refuse(refused, host_in(buffer[:self._policy.limits.head]))
-            return
+            return -1
         head = self._head
         try:
             head.parser.feed_data(buffer[:end + 4])
         except (httptools.HttpParserError, httptools.HttpParserUpgrade):
             self._hand_over()  # uvicorn answers 400, or upgrades
-            return
+            return -1
         if head.hosts > 1 or (head.hosts == 0 and head.version == "1.1"):
             self._refuse(host_count_refused(head.hosts), host_in(buffer[:end + 4]))
+            return -1
+        if head.expect or head.upgrade:
+            self._hand_over()  # something only uvicorn does
+            return -1
+        return end + 4
+
+    def _body_arrived(self) -> None:
+        """The body of the parsed head is all in the buffer: serve the request."""
+        start, end = self._head_end, self._wanted
+        self._wanted = 0
+        body = self._buffer[start:end]
+        head = self._head
+        try:
+            head.parser.feed_data(body)  # the parser must stand at the next request
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade):
+            head.complete = False
+        if not head.complete:  # not for a Content-Length body; uvicorn's parser would say
+            self._hand_over()
             return
-        if not head.complete or head.expect or head.upgrade:
-            self._hand_over()  # a body follows, or something only uvicorn does
-            return
+        self._serve(end, body)
+
+    def _serve(self, end: int, body: bytes | None) -> None:
+        """Proxy, or answer through ASGI, the parsed request whose bytes end at ``end``."""
+        head = self._head
         try:
             url = httptools.parse_url(head.url)
         except httptools.HttpParserInvalidURLError:
@@ -254,20 +321,25 @@ class FastProtocol(asyncio.Protocol):
         if not raw_path.isascii():
             self._hand_over()
             return
-        self._buffer = buffer[end + 4:]
         path = raw_path.decode("ascii")
         if "%" in path:
             path = urllib.parse.unquote(path)
+        try:
+            planned = self._fast.plan(head.headers, path, self._client_ip, self._scheme,
+                                      self._trusted, len(body) if body is not None else 0)
+        except Exception:  # a bug here must not cost the connection: ASGI answers instead
+            log.exception("fast path plan failed")
+            planned = None
+        if planned is None and body is not None:
+            # A body is proxied here, to a runtime, or not at all: every other request
+            # with one is uvicorn's, from its first byte (nothing of it is consumed yet).
+            self._hand_over()
+            return
+        self._buffer = self._buffer[end:]
         method = head.method.decode("ascii")
         query: bytes = url.query or b""
         self._request = (method, head.version, path, raw_path, query, head.headers,
                          head.keep_alive)
-        try:
-            planned = self._fast.plan(head.headers, path, self._client_ip, self._scheme,
-                                      self._trusted)
-        except Exception:  # a bug here must not cost the connection: ASGI answers instead
-            log.exception("fast path plan failed")
-            planned = None
         if planned is None:
             # Another host, a cache miss, a closed gate: the service answers, through ASGI,
             # and the connection stays here for the requests after it.
@@ -276,7 +348,7 @@ class FastProtocol(asyncio.Protocol):
         route, origin, headers = planned
         exchange = self._exchange = FastExchange(
             self._fast.proxy, route, origin, method, request_target(raw_path, query), headers,
-            self._wait_gone, self._write_whole, self._fall_back)
+            body, self._wait_gone, self._write_whole, self._fall_back)
         try:
             started = exchange.start()
         except Exception:  # as for the plan: the request goes the ordinary way instead

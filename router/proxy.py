@@ -136,15 +136,17 @@ class HttpProxy:
 
     async def exchange(self, scope: Scope, receive: Receive, send: Send, *,
                        route: RuntimeRoute, origin: Origin, headers: Headers, target: bytes,
-                       body: RequestBody | None = None, chunked: bool = False,
+                       body: RequestBody | bytes | None = None, chunked: bool = False,
                        write_whole: WholeWriter | None = None,
                        started: OriginConnection | None = None) -> None:
         """Send the planned request to ``origin`` and relay its answer, or the gateway page
         of what went wrong. The ASGI path comes here from :meth:`__call__`; the protocol's
-        fast path (``router/fast_path.py``) straight from a parsed head, with
-        ``write_whole`` for a small answer, and ``started`` when
-        ``router/fast_exchange.py`` already sent the request on that connection."""
+        fast path (``router/fast_path.py``) straight from a parsed request, with its whole
+        body as ``bytes`` if it had one, ``write_whole`` for a small answer, and
+        ``started`` when ``router/fast_exchange.py`` already sent the request on that
+        connection."""
         gone = partial(client_left, receive)
+        streamed = body if isinstance(body, RequestBody) else None
         try:
             response = await self.client().request(
                 origin, scope["method"], target, headers, body, chunked=chunked,
@@ -164,9 +166,9 @@ class HttpProxy:
                 scope, receive, send)
             return
         except (OriginError, OSError, BodyTooLarge) as exc:
-            if body is not None and body.disconnected:
+            if streamed is not None and streamed.disconnected:
                 return
-            if body is not None and body.too_large:
+            if streamed is not None and streamed.too_large:
                 await gateway_page(413, route.name, "The request body is larger than this app "
                                    "accepts.")(scope, receive, send)
                 return
@@ -177,7 +179,8 @@ class HttpProxy:
         try:
             # The client is watched while the body streams, once its own body is read.
             await self._relay(scope, receive, send, route, response,
-                              watch=body is None or body.finished, write_whole=write_whole)
+                              watch=streamed is None or streamed.finished,
+                              write_whole=write_whole)
         finally:
             response.release()
 

@@ -116,20 +116,25 @@ class UpstreamClient:
         self._reaper: asyncio.TimerHandle | None = None
         self._closed = False
 
-    def start(self, origin: Origin, method: str, target: bytes, headers: Headers, *,
+    def start(self, origin: Origin, method: str, target: bytes, headers: Headers,
+              body: bytes = b"", *,
               client_gone: ClientGoneWaiter | None = None) -> OriginConnection | None:
-        """Send a bodyless request on an idle pooled connection, at once; None (nothing
-        sent) when there is none. The caller follows the connection's ``on_step`` and
-        hands it to :meth:`request` as ``started`` for anything but a plain answer."""
+        """Send a request, with its whole ``body`` (framed by the Content-Length in
+        ``headers``), on an idle pooled connection, at once; None (nothing sent) when there
+        is none. The caller follows the connection's ``on_step`` and hands it to
+        :meth:`request` as ``started``, with the same ``body``, for anything but a plain
+        answer."""
         conn = self._pooled((origin.tls, origin.host, origin.port))
         if conn is None:
             return None
-        self._begin(conn, _request_head(method, target, headers, None, False), method)
+        head = _request_head(method, target, headers, body or None, False)
+        self._begin(conn, head + body if body else head, method)
         conn.client_gone = client_gone
         return conn
 
     async def request(self, origin: Origin, method: str, target: bytes, headers: Headers,
-                      body: AsyncIterable[bytes] | None = None, *, chunked: bool = False,
+                      body: AsyncIterable[bytes] | bytes | None = None, *,
+                      chunked: bool = False,
                       client_gone: ClientGoneWaiter | None = None,
                       started: OriginConnection | None = None) -> OriginResponse:
         """Send a request and wait for the head of the answer.
@@ -137,12 +142,19 @@ class UpstreamClient:
         ``headers`` are sent as given (``router.headers`` decided them, ``Host``
         included); framing is added here: ``Transfer-Encoding: chunked`` when ``body``
         is given with ``chunked`` (the client declared no length), ``Content-Length: 0``
-        for a bodyless POST/PUT/PATCH that carries none. ``client_gone`` completes when
-        the downstream client leaves; it is awaited only once the request is slow.
-        ``started``: the connection :meth:`start` sent this (bodyless) request on; it is
-        the first attempt.
+        for a bodyless POST/PUT/PATCH that carries none. A ``bytes`` body is the whole body
+        in hand, sent with the head in one write (``chunked`` must be False: the client's
+        Content-Length frames it). ``client_gone`` completes when the downstream client
+        leaves; it is awaited only once the request is slow. ``started``: the connection
+        :meth:`start` sent this request on; it is the first attempt.
         """
+        whole = body if isinstance(body, bytes) else None
+        streamed = None if isinstance(body, bytes) else body
+        assert whole is None or not chunked
         head = _request_head(method, target, headers, body, chunked)
+        if whole:
+            head += whole
+        # A request with a body is never replayed: the origin may have acted on it.
         retry = body is None and method in IDEMPOTENT
         fresh = False
         key = (origin.tls, origin.host, origin.port)
@@ -153,8 +165,8 @@ class UpstreamClient:
                 conn = (None if fresh else self._pooled(key)) or await self._open(origin, key)
                 self._begin(conn, head, method)
             try:
-                if body is not None:
-                    await _send_body(conn, body, chunked)
+                if streamed is not None:
+                    await _send_body(conn, streamed, chunked)
                 conn.client_gone = client_gone
                 while not conn.head_done and conn.error is None:
                     await conn.waiter()
@@ -323,7 +335,7 @@ async def _cut_when_gone(conn: OriginConnection, client_gone: ClientGoneWaiter) 
 
 
 def _request_head(method: str, target: bytes, headers: Headers,
-                  body: AsyncIterable[bytes] | None, chunked: bool) -> bytes:
+                  body: AsyncIterable[bytes] | bytes | None, chunked: bool) -> bytes:
     if body is not None and chunked:
         headers = [*headers, (b"transfer-encoding", b"chunked")]
     elif body is None and method in _LENGTH_ZERO and not _has_length(headers):

@@ -32,7 +32,7 @@ from payments.config.models import ConfigRevision
 from payments.config.plan import Context, Plan, make_plan
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.errors import ApiError
-from payments.http import field_str, json_after_auth, required_str
+from payments.http import field_str, json_after_auth, page_size, required_str
 from payments.ids import IdPrefix
 from payments.models import App
 from payments.ratelimit import Limit
@@ -197,14 +197,18 @@ class ConfigApi:
     # -- history --------------------------------------------------------------------------
 
     async def revisions(self, request: Request) -> Response:
-        ref = request.query_params.get("app")
+        query = request.query_params
+        ref = query.get("app")
+        limit = page_size(query.get("limit"))
+        before = _revision_number(query.get("before"))
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             if not ref:
                 raise ApiError("missing_field", 422, "Name the app: ?app=<id or slug>.",
                                field="app")
             app = who.app(session, ref, READ)
-            return {"app": app.slug, "revisions": revisions_of(session, app.id).revisions}
+            page = revisions_of(session, app.id, before=before, limit=limit)
+            return {"app": app.slug, "revisions": page.revisions, "nextBefore": page.older}
         return JSONResponse(await self._as(request, work))
 
     async def revision(self, request: Request) -> Response:
@@ -213,6 +217,17 @@ class ConfigApi:
         def work(session: Session, who: Principal) -> dict[str, Any]:
             return {"revision": revision_detail(session, _revision(session, who, ref, READ))}
         return JSONResponse(await self._as(request, work))
+
+
+def _revision_number(raw: str | None) -> int | None:
+    """``before``: list the revisions numbered below this one (the ``nextBefore`` of the
+    page before)."""
+    if raw is None:
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= 2**31 - 1:
+        raise ApiError("invalid_field", 422, "'before' must be a revision number (the "
+                       "nextBefore of the previous page).", field="before")
+    return int(raw)
 
 
 def _read(body: dict[str, Any], *, need_base: bool) -> ConfigRequest:

@@ -117,12 +117,23 @@ def config_paths() -> dict[str, Any]:
                                   "config:read", "ConfigPlan", body=request, extra=("503",))},
         f"{p}/apply": {"post": applied},
         f"{p}/revisions": {"get": {
-            **_op("An app's config revisions, newest first.", "config:read", None),
-            "parameters": [{"name": "app", "in": "query", "required": True, "schema": STR,
-                            "description": "app id (zapp_...) or slug"}],
+            **_op("An app's config revisions, newest first, a page at a time.", "config:read",
+                  None),
+            "parameters": [
+                {"name": "app", "in": "query", "required": True, "schema": STR,
+                 "description": "app id (zapp_...) or slug"},
+                {"name": "limit", "in": "query", "required": False,
+                 "schema": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}},
+                {"name": "before", "in": "query", "required": False,
+                 "schema": {"type": "integer", "minimum": 1},
+                 "description": "list revisions numbered below this one: the previous "
+                                "page's nextBefore"}],
             "responses": {"200": {"description": "success", "content": {"application/json": {
-                "schema": _obj(["app", "revisions"], app=STR, revisions={
-                    "type": "array", "items": _ref("ConfigRevision")})}}},
+                "schema": _obj(["app", "revisions", "nextBefore"], app=STR, revisions={
+                    "type": "array", "items": _ref("ConfigRevision")},
+                    nextBefore={"type": ["integer", "null"],
+                                "description": "the before of the next, older page; null "
+                                               "on the last page"})}}},
                 "401": ERR, "403": ERR, "404": ERR, "422": ERR}}},
         f"{p}/revisions/{{revision}}": {"get": {
             **_op("One revision: the config as applied and its ops.", "config:read", None),

@@ -297,7 +297,8 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
         orderId=_str(48)),
     "OrderRequest": {
         **_obj(["productId", "developerUserId", "idempotencyKey"], productId=_str(48),
-               developerUserId=_str(200), idempotencyKey=_str(MAX_KEY_LENGTH, minLength=1),
+               developerUserId=_str(200, minLength=1),
+               idempotencyKey=_str(MAX_KEY_LENGTH, minLength=1),
                amountAtomic=ref("AtomicAmountInput")),
         "description": "`amountAtomic` is required for `dynamic_order` products (between the "
                        "product's minimum and maximum); for fixed-price products omit it or "

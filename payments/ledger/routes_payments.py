@@ -201,6 +201,9 @@ class PaymentRoutes:
             body = read_body()
             product_id = required_str(body, "productId", 48)
             developer_user_id = required_str(body, "developerUserId", 200)
+            if not developer_user_id.strip():  # an order is for someone: the grant goes there
+                raise ApiError("invalid_field", 422, "'developerUserId' must name the "
+                               "developer-side user.", field="developerUserId")
             key = idempotency.check_key(body.get("idempotencyKey"))
             raw_amount = body.get("amountAtomic")
             amount = None if raw_amount is None else atomic_amount(raw_amount, "amountAtomic")

@@ -24,7 +24,7 @@ from payments.chain.params import ChainParams
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
-from payments.http import field_str, field_str_list, json_after_auth, required_str
+from payments.http import field_str, field_str_list, json_after_auth, page_size, required_str
 from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
 from payments.models import App
 from payments.ratelimit import Limit
@@ -37,7 +37,6 @@ from payments.webhooks.views import attempt_view, endpoint_view, iso, try_view
 
 T = TypeVar("T")
 NO_STORE = {"cache-control": "no-store"}
-MAX_PAGE = 200
 
 
 @dataclass(frozen=True)
@@ -199,7 +198,7 @@ class WebhookApi:
         if event_type is not None and event_type not in EVENT_TYPES:
             raise ApiError("invalid_field", 422, f"'type' must be one of "
                            f"{', '.join(EVENT_TYPES)}.", field="type")
-        limit = _page_size(query.get("limit"))
+        limit = page_size(query.get("limit"))
         before = _timestamp(query.get("before"), "before")
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
@@ -256,14 +255,6 @@ def _attempt_of(session: Session, app: App, ref: str) -> tuple[WebhookAttempt, W
         raise ApiError("webhook_attempt_not_found", 404, f"No webhook attempt or event "
                        f"'{ref}' on app '{app.slug}'.")
     return row[0], row[1]
-
-
-def _page_size(raw: str | None) -> int:
-    if raw is None:
-        return 50
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
-        raise ApiError("invalid_field", 422, f"'limit' must be 1 to {MAX_PAGE}.", field="limit")
-    return int(raw)
 
 
 def _timestamp(raw: str | None, name: str) -> datetime | None:

@@ -64,6 +64,10 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
         help="list the app's config revisions, or show one (needs config:read)")
     revisions.add_argument("revision", nargs="?", metavar="REVISION",
                            help="a zcfgrev_ id: show that revision's changes and config")
+    revisions.add_argument("--limit", type=int, metavar="N",
+                           help="at most N revisions (1-200; the service's default: 50)")
+    revisions.add_argument("--before", type=int, metavar="NUMBER",
+                           help="older revisions: those numbered below NUMBER")
     revisions.set_defaults(run=list_revisions)
     rollback = commands.add_parser(
         "rollback", parents=[common, confirm],
@@ -102,10 +106,18 @@ def list_revisions(args: argparse.Namespace, out: Output) -> int:
                 "revision"]
             out.emit({"revision": revision}, revision_detail_lines(revision))
             return ExitCode.OK
-        found = client.call("GET", f"{CONFIG}/revisions?app={segment(app_of(args, stored))}")
+        query = f"app={segment(app_of(args, stored))}"
+        for name in ("limit", "before"):
+            if getattr(args, name) is not None:
+                query += f"&{name}={getattr(args, name)}"
+        found = client.call("GET", f"{CONFIG}/revisions?{query}")
     revisions: list[dict[str, Any]] = found["revisions"]
-    out.emit(found, [revision_line(r) for r in revisions]
-             or [f"No config revisions on {found['app']} yet."])
+    lines = [revision_line(r) for r in revisions] or [
+        f"No config revisions on {found['app']}" + (" yet." if args.before is None
+                                                   else f" numbered below {args.before}.")]
+    if found.get("nextBefore") is not None:
+        lines.append(f"Older revisions: svc config revisions --before {found['nextBefore']}")
+    out.emit(found, lines)
     return ExitCode.OK
 
 

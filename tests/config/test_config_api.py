@@ -230,6 +230,22 @@ def test_rollback_applies_an_earlier_revision_as_a_new_one(world: World, console
     assert [(r["number"], r["appliedBy"]["username"]) for r in history] == [
         (3, "dev1"), (2, "dev1"), (1, "dev1")]
 
+    # Paged by number: an apply landing between two pages shifts nothing on the older page.
+    path = f"{P}/revisions"
+    page = console.call("GET", path, path, app="arcade", limit="2").json()
+    assert [r["number"] for r in page["revisions"]] == [3, 2] and page["nextBefore"] == 2
+    assert console.apply(config(app={**config()["app"], "name": "Four"})).status_code == 201
+    older = console.call("GET", path, path, app="arcade", limit="2",
+                         before=str(page["nextBefore"])).json()
+    assert [r["number"] for r in older["revisions"]] == [1] and older["nextBefore"] is None
+    whole = console.call("GET", path, path, app="arcade").json()
+    assert [r["number"] for r in whole["revisions"]] == [4, 3, 2, 1]
+    assert whole["nextBefore"] is None
+    for bad in ({"limit": "0"}, {"limit": "201"}, {"limit": "x"}, {"before": "0"},
+                {"before": "-1"}, {"before": "9" * 30}):
+        refused = console.call("GET", path, path, valid_request=False, app="arcade", **bad)
+        assert refused.status_code == 422 and refused.json()["field"] == next(iter(bad))
+
 
 def test_an_apply_against_an_old_revision_is_a_conflict_and_changes_nothing(
         world: World, console: Api) -> None:

@@ -413,6 +413,10 @@ def test_orders_refuse_bad_input(world: PayWorld) -> None:
         Case("idempotencyKey missing", post_json(path, {k: v for k, v in valid.items()
                                                         if k != "idempotencyKey"}), 422),
         Case("idempotencyKey a number", post_json(path, {**valid, "idempotencyKey": 7}), 422),
+        Case("developerUserId empty", post_json(path, {**valid, "developerUserId": ""}), 422,
+             "invalid_field"),
+        Case("developerUserId blank", post_json(path, {**valid, "developerUserId": "  "}), 422,
+             "invalid_field"),
         Case("dynamic product without amount", post_json(path, {
             k: v for k, v in valid.items() if k != "amountAtomic"}), 422, "missing_field"),
         Case("fixed product with another amount", post_json(path, {

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from router.app import create_app
 from router.cli import server_config
 from router.fast_path import FastPath
-from router.fast_protocol import MAX_BUFFER
+from router.fast_protocol import MAX_BODY, MAX_BUFFER
 from tests.factories import add_app
 from tests.router.origins import RawOrigin
 from tests.support.router import RouterFactory, RunningRouter, router_settings
@@ -128,10 +128,11 @@ def test_a_declined_request_hands_the_connection_over_from_its_first_byte(
     with warm(start_proxy_router, proxy_sessions, origin) as router:
         host, fast = router.host("game"), fast_of(router)
         before = fast.taken
+        upload = b"u" * (MAX_BODY + 1)  # over what the fast protocol holds
         with connect(router.port) as conn:
             answers = Answers(conn)
             bodies = []
-            for data in (get(host, "/one"), post(host, "/upload", b"abc"), get(host, "/two"),
+            for data in (get(host, "/one"), post(host, "/upload", upload), get(host, "/two"),
                          get(host, "/three", "Connection: close\r\n")):
                 conn.sendall(data)
                 bodies.append(answers.next()[1])
@@ -139,7 +140,8 @@ def test_a_declined_request_hands_the_connection_over_from_its_first_byte(
         # Only the first was the fast protocol's: from the upload on, uvicorn owns the
         # connection, and every request still reaches the origin, body included.
         assert fast.taken - before == 1
-    assert bodies == [b"GET /one |", b"POST /upload |abc", b"GET /two |", b"GET /three |"]
+    assert bodies == [b"GET /one |", b"POST /upload |" + upload, b"GET /two |",
+                      b"GET /three |"]
 
 
 def test_pipelined_requests_keep_their_order_across_the_hand_over(
@@ -148,14 +150,15 @@ def test_pipelined_requests_keep_their_order_across_the_hand_over(
     with warm(start_proxy_router, proxy_sessions, origin) as router:
         host, fast = router.host("game"), fast_of(router)
         before = fast.taken
+        upload = b"u" * (MAX_BODY + 1)  # handed over: over what the fast protocol holds
         with connect(router.port) as conn:
-            conn.sendall(get(host, "/a") + get(host, "/b") + post(host, "/c", b"xyz")
+            conn.sendall(get(host, "/a") + post(host, "/b", b"xyz") + post(host, "/c", upload)
                          + get(host, "/d", "Connection: close\r\n"))
             answers = Answers(conn)
             bodies = [answers.next()[1] for _ in range(4)]
             assert answers.rest() == b""
         assert fast.taken - before == 2
-    assert bodies == [b"GET /a |", b"GET /b |", b"POST /c |xyz", b"GET /d |"]
+    assert bodies == [b"GET /a |", b"POST /b |xyz", b"POST /c |" + upload, b"GET /d |"]
 
 
 def test_another_host_or_a_cache_miss_is_answered_through_asgi_on_the_same_connection(

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.models import RuntimeStatus
 from router.fast_path import FastPath
+from router.fast_protocol import MAX_BODY
 from tests.factories import update_app
 from tests.router.origins import RawOrigin, closed_port, proxied
 from tests.router.test_proxy_disconnect import PROMPT, SilentOrigin, leave_before_the_answer
@@ -217,7 +218,8 @@ def test_the_fast_path_is_taken_only_for_what_it_covers(
         close = "Connection: close\r\n"
         not_fast = [
             request(router, "/upload", method="POST",
-                    extra="Content-Length: 3\r\n" + close) + b"abc",
+                    extra=f"Content-Length: {MAX_BODY + 1}\r\n" + close)
+            + b"u" * (MAX_BODY + 1),
             request(router, "/upload", method="POST",
                     extra="Transfer-Encoding: chunked\r\n" + close) + b"3\r\nabc\r\n0\r\n\r\n",
             request(router, "/svc-auth-return", extra=close),
@@ -231,9 +233,15 @@ def test_the_fast_path_is_taken_only_for_what_it_covers(
             before = fast.taken
             assert exchange(router, data).startswith(b"HTTP/1.1 ")
             assert fast.taken == before, data
-        before = fast.taken
-        assert exchange(router, request(router, "/x", method="DELETE", extra=close))
-        assert fast.taken == before + 1
+        fast_ones = [
+            request(router, "/x", method="DELETE", extra=close),
+            request(router, "/upload", method="POST",
+                    extra=f"Content-Length: {MAX_BODY}\r\n" + close) + b"u" * MAX_BODY,
+        ]
+        for data in fast_ones:
+            before = fast.taken
+            assert exchange(router, data).startswith(b"HTTP/1.1 200 ")
+            assert fast.taken == before + 1, data
 
 
 @pytest.mark.parametrize("change", [{"kill_switch": True},

@@ -282,6 +282,13 @@ def test_revisions_and_rollback(world: World) -> None:
     listed = ok(world, "config", "revisions")
     assert listed["app"] == "game"
     assert [r["id"] for r in listed["revisions"]] == [second["id"], first["id"]]
+    assert listed["nextBefore"] is None
+    paged = run(world, "config", "revisions", "--limit", "1").stdout.splitlines()
+    assert paged[0].startswith(f"#2  {second['id']}  ") and len(paged) == 2
+    assert paged[1] == "Older revisions: svc config revisions --before 2"
+    older = ok(world, "config", "revisions", "--limit", "1", "--before", "2")
+    assert [r["id"] for r in older["revisions"]] == [first["id"]]
+    assert older["nextBefore"] is None
     text = run(world, "config", "revisions").stdout.splitlines()
     assert text[0].startswith(f"#2  {second['id']}  ") and "merge  by dev1 via cli" in text[0]
     assert text[1].startswith(f"#1  {first['id']}  ") and text[1].endswith("+4 ~1 -0")

@@ -11,6 +11,7 @@ import importlib
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def test_ratios_are_taken_per_round_then_the_median(figures: ModuleType) -> None
     assert figures.median_difference(rounds, "router", "nginx", "rps") == -40.0
 
 
-def result(figures: ModuleType, case: int, rps: float, met: bool) -> object:
+def result(figures: ModuleType, case: int, rps: float, met: bool) -> Any:
     return figures.CaseResult(
         case=case, title=f"case {case} title", run="Run today.", load="wrk -c64",
         targets={"nginx": "nginx proxy", "router": "router"},
