@@ -6,22 +6,10 @@ from __future__ import annotations
 
 from case_figures import Round, median_of, median_ratio
 
-# One router process under cProfile with the case's load at half the connections
-# (`bench/case_profile.py post|slow`), 2026-11-25 on this box, load average 7 to 9.
-POST_PROFILE = (
-    "Profile (`bench/case_profile.py post`: one router process, cProfile, CPU time): 60% of "
-    "the profiled time in our code on the ASGI path (router/proxy.py through "
-    "router/runtime_host.py: the header plans, the upstream client's `request` and "
-    "`_send_body`, the relay of the answer), 18% in uvicorn's httptools protocol (its "
-    "`send` and request cycle), 17% in builtins; no one function over 6%: the cost is the "
-    "per-request machinery of the ASGI path, which bodyless requests skip on the fast path.")
-SLOW_PROFILE = (
-    "Profile (`bench/case_profile.py slow`: one router process, 1,000 connections, cProfile, "
-    "CPU time): 82% of the profiled time in our code, all on the fast path "
-    "(`FastProtocol._next`, `FastExchange._finish`, the origin connection's `begin` and "
-    "`data_received`; as many fast-path heads as answers), 14% builtins, 1% uvicorn; the "
-    "process used 60% of a core while its p99 was 3 s: it waited to be scheduled on the "
-    "shared cores as much as it computed.")
+# One router process under cProfile with a case's load at half the connections
+# (bench/case_profile.py), rendered under the cases whatever case is rerun; update them
+# with the code they describe.
+PROFILES: dict[int, str] = {}
 
 
 def cpu_sentence(rows: list[Round], metric: str, unit: str, work: str) -> str:
@@ -40,12 +28,10 @@ def big_note(rows: list[Round]) -> str:
 
 
 def post_note(rows: list[Round]) -> str:
-    return (cpu_sentence(rows, "us_per_req", "us", "request") + " A request with a body "
-            "leaves the router's own protocol: the connection is handed to uvicorn's httptools "
-            "protocol at its first POST (router/fast_protocol.py), and every request on it "
-            "then costs an ASGI scope, a request cycle and task, the body read through ASGI "
-            "`receive` and streamed to the origin by router/proxy.py (issue 18, item 6: bodies "
-            "through the fast path). " + POST_PROFILE)
+    return (cpu_sentence(rows, "us_per_req", "us", "request") + " A 16 KB body with a "
+            "Content-Length stays on the router's own protocol: it is held whole, then sent "
+            "with the head in one write (router/fast_protocol.py, bodies up to 64 KiB); "
+            "its profile is under the cases.")
 
 
 def idle_note(rows: list[Round]) -> str:
@@ -68,7 +54,7 @@ def slow_note(rows: list[Round]) -> str:
             "fast app shares those processes and that queue; nginx's fast app p99 moved from "
             f"{median_of(rows, 'nginx', 'fast_alone_p99_ms'):.2f} to "
             f"{median_of(rows, 'nginx', 'fast_during_p99_ms'):.2f} ms under the same load "
-            "on the same box. " + SLOW_PROFILE)
+            "on the same box.")
 
 
 def ws_note(rows: list[Round]) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from case_figures import CaseResult, Check, Column, Round, median_of, median_ratio
 from case_measure import WARMUP, Background, client, proxies, run_client, with_cpu, wrk
-from case_notes import big_note, idle_note, post_note, slow_note, ws_note
+from case_notes import PROFILES, big_note, idle_note, post_note, slow_note, ws_note
 from case_origins import digest_answer
 from case_targets import (
     BIG,
@@ -81,7 +81,8 @@ def router_env_line(processes: int | str = "<cores>") -> str:
 
 
 def shared_configuration() -> str:
-    """The configuration every case runs with, rendered once under the cases."""
+    """The profiles and the configuration every case runs with, rendered once under the
+    cases."""
     blocks = [
         ("nginx, the upstream (1 worker) and the proxy (`worker_processes` = the cores)",
          "nginx", nginx_text("<prefix>", "    ...\n", "<1 or cores>",
@@ -95,7 +96,12 @@ def shared_configuration() -> str:
          "(-> upstream), slow (-> slow origin), ws (-> echo origin), with base, portal, "
          "console and docs URLs `http://<name>.localhost:<port>`", "sh", router_env_line()),
     ]
-    lines = ["### Configuration of every case", ""]
+    lines = []
+    if PROFILES:
+        lines += ["### Where one router process spends its CPU", ""]
+        lines += [f"- Case {case}: {text}" for case, text in sorted(PROFILES.items())]
+        lines += [""]
+    lines += ["### Configuration of every case", ""]
     for label, lang, text in blocks:
         lines += [f"{label}:", "", f"```{lang}", text.rstrip(), "```", ""]
     return "\n".join(lines)
