@@ -456,7 +456,8 @@ CASES = {1: case_big, 2: case_post, 3: case_idle, 4: case_slow, 5: case_ws}
 
 def intro() -> str:
     return (
-        "Issue 18's cases beyond the small GET of the section above: each case runs nginx as "
+        "Issue 18's cases beyond the small GET of \"Runtime proxy vs nginx\" "
+        "(bench/proxy_bench.py): each case runs nginx as "
         "a reverse proxy (`worker_processes` = the cores) and the router (`svc-server serve`, "
         "`SVCSRV_PROCESSES` = the cores) in front of the same origins, all on 127.0.0.1 "
         "(bench/case_targets.py), checks each answers correctly before its load, and "

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/proxy_cases.py [--case N ...] [--rounds 3] [--duration 8]
                                           [--dry-run]
+    .venv/bin/python bench/proxy_cases.py --render-only
 
 1. a 1 MiB answer: MB/s and proxy CPU per MB;
 2. POST of a 16 KB JSON body answered by 1 KB: req/s and p99;
@@ -16,7 +17,8 @@ checks each answers correctly before its load, and interleaves the targets for
 ``--rounds`` rounds; figures are the median of rounds, ratios the median of each round's
 ratio. Each case's latest figures are kept in bench/proxy_cases.json and the whole
 "Router cases vs nginx" section of docs/BENCHMARKS.md is rendered from it (unless
---dry-run), so rerunning one case replaces only that case. Exit code 0 when every case
+--dry-run), so rerunning one case replaces only that case; ``--render-only`` rewrites the
+section from the kept figures (after editing the profiles, say). Exit code 0 when every case
 run met its targets.
 """
 
@@ -46,11 +48,17 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=8, help="seconds of load per run")
     parser.add_argument("--dry-run", action="store_true", help="print only, write nothing")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--render-only", action="store_true",
+                        help="rewrite the section from bench/proxy_cases.json, run nothing")
     parser.add_argument("--serve-router", nargs="+", metavar="SLUG=ORIGIN",
                         help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve_router:
         serve_router(options.serve_router)
+        return 0
+    if options.render_only:
+        write_section(HEADING, render_section(load_results(RESULTS), intro(),
+                                              shared_configuration()))
         return 0
     if not (1 <= options.duration <= 120 and 1 <= options.rounds <= 10):
         parser.error("--duration must be 1..120 and --rounds 1..10")
