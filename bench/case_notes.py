@@ -9,7 +9,27 @@ from case_figures import Round, median_of, median_ratio
 # One router process under cProfile with a case's load at half the connections
 # (bench/case_profile.py), rendered under the cases whatever case is rerun; update them
 # with the code they describe.
-PROFILES: dict[int, str] = {}
+PROFILES: dict[int, str] = {
+    2: ("`bench/case_profile.py post`, 2026-11-25 20:19 UTC on the merged code (bodies "
+        "through the fast path), load average about 5: 1,320 req/s from one process at 71% "
+        "of a core; 83% of the profiled time in our code, all of it on the fast path "
+        "(`FastProtocol._read_head` and `_serve`, `FastPath.plan`, `plan_request` and "
+        "`plan_response`, the origin connection's `begin`, which writes the head and the "
+        "16 KB body, `data_received` and its header callbacks, `FastExchange._finish`, "
+        "`write_now`), 16% builtins, uvicorn 0.2%. No one function over 7% of it: what "
+        "remains is per-request Python (parsing both heads, planning both header sets) "
+        "where nginx runs C."),
+    4: ("`bench/case_profile.py slow`, 2026-11-25 20:20 UTC on the merged code, load "
+        "average about 4.5: one process, 1,000 connections, 1,249 req/s, p50 330 ms, p99 "
+        "4.07 s, 68% of a core; 83% of the profiled time in our code, all on the fast path "
+        "(the same functions as case 2's, with as many fast-path heads as answers: the "
+        "requests did not fall back to the ASGI path), 14% builtins, uvicorn 1%. The process "
+        "got about its fair share of two cores shared with wrk, the origin and other jobs, "
+        "and at 150 to 180 us of CPU per request (nginx: 40 to 50) that share answers 4,000 "
+        "to 4,500 req/s of the 10,000 asked for; requests wait for the CPU. Why a minority "
+        "waits seconds (p99) while the median waits 130 to 220 ms more than the origin is "
+        "not explained by these measurements."),
+}
 
 
 def cpu_sentence(rows: list[Round], metric: str, unit: str, work: str) -> str:
