@@ -26,9 +26,14 @@ PROFILES: dict[int, str] = {
         "requests did not fall back to the ASGI path), 14% builtins, uvicorn 1%. The process "
         "got about its fair share of two cores shared with wrk, the origin and other jobs, "
         "and at 150 to 180 us of CPU per request (nginx: 40 to 50) that share answers 4,000 "
-        "to 4,500 req/s of the 10,000 asked for; requests wait for the CPU. Why a minority "
-        "waits seconds (p99) while the median waits 130 to 220 ms more than the origin is "
-        "not explained by these measurements."),
+        "to 4,500 req/s of the 10,000 asked for; requests wait for the CPU. The p99 in seconds "
+        "is mostly the start of each run, when wrk opens its 2,000 connections at once: "
+        "`bench/case_profile.py accept router` (20:24 UTC, load average about 3) showed up to "
+        "1,400 connections waiting in the two processes' accept queues 0.3 s in and some "
+        "for 2 s (the kernel completes the handshake, wrk sends its request, the process "
+        "accepts it later: each accepted connection costs Python work in `connection_made`), "
+        "p99 1.17 s against p50 249 ms; nginx's queue stayed empty (`accept nginx`: p99 "
+        "345 ms, p50 202 ms)."),
 }
 
 

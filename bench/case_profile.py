@@ -1,12 +1,17 @@
 """Where one router process spends its CPU under a case of bench/proxy_cases.py:
 
     .venv/bin/python bench/case_profile.py {post,slow,ws} [--duration 6]
+    .venv/bin/python bench/case_profile.py accept {router,nginx}
 
 Starts the case's origins (bench/case_targets.py) and one router process under cProfile
 (bench/proxy_bench.py's ``--serve router --profile-out``: CPU time, enabled only while the
 load runs), loads it as the case does with half the connections (one process of the two),
-and prints the measured rate, the profiled time by area and the top functions. Prints
-only; nothing is written to docs/.
+and prints the measured rate, the profiled time by area and the top functions.
+
+``accept`` runs case 4's load (2,000 connections opened at once on the slow app) against
+the router or nginx as the case starts them, and prints the length of the proxy's accept
+queues (``ss``: connections the kernel completed that the server has not accepted yet)
+every 0.25 s for the first 3 s. Prints only; nothing is written to docs/.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ from pathlib import Path
 
 from case_measure import client
 from case_runs import lua_script, post_body
-from case_targets import bed, extra_router_env, raise_open_files
+from case_targets import (
+    bed,
+    extra_router_env,
+    raise_open_files,
+    start_nginx_proxy,
+    start_router,
+)
 from proxy_bench import ROOT, WRK, area_of, router_env
 
 from ops.cluster.processes import Processes, free_port
@@ -79,6 +90,31 @@ def profile(kind: str, seconds: int) -> None:
             procs.stop_all()
 
 
+def accept_queues(target_kind: str) -> None:
+    raise_open_files()
+    with bed(os.cpu_count() or 1) as place:
+        procs = Processes()
+        try:
+            start = start_router if target_kind == "router" else start_nginx_proxy
+            target = start(place, procs)
+            argv = [WRK, "-t2", "-c2000", "--latency", "--timeout", "10s", "-H",
+                    f"Host: {target.host('slow')}", f"http://127.0.0.1:{target.port}/"]
+            subprocess.run([*argv, "-d2s"], capture_output=True, check=False)  # warm-up
+            with subprocess.Popen([*argv, "-d8s"], stdout=subprocess.PIPE, text=True) as run:
+                began = time.monotonic()
+                while time.monotonic() - began < 3:
+                    listed = subprocess.run(["ss", "-ltnH", f"sport = :{target.port}"],
+                                            capture_output=True, text=True, check=False)
+                    queues = [int(line.split()[1]) for line in listed.stdout.splitlines()
+                              if line.strip()]
+                    print(f"{time.monotonic() - began:4.2f} s  accept queues {queues}",
+                          flush=True)
+                    time.sleep(0.25)
+                print(run.communicate()[0][-500:])
+        finally:
+            procs.stop_all()
+
+
 def report(stats_file: Path) -> None:
     stats = pstats.Stats(str(stats_file))
     raw = stats.stats  # type: ignore[attr-defined]
@@ -94,10 +130,15 @@ def report(stats_file: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=("post", "slow", "ws"))
+    parser.add_argument("kind", choices=("post", "slow", "ws", "accept"))
+    parser.add_argument("target", nargs="?", choices=("router", "nginx"), default="router",
+                        help="for accept: whose accept queues")
     parser.add_argument("--duration", type=int, default=6)
     options = parser.parse_args()
-    profile(options.kind, options.duration)
+    if options.kind == "accept":
+        accept_queues(options.target)
+    else:
+        profile(options.kind, options.duration)
 
 
 if __name__ == "__main__":
