@@ -60,6 +60,11 @@ class Settings:
     proxy_max_request_bytes: int = 64 * 1024 * 1024
     proxy_max_response_bytes: int = 256 * 1024 * 1024
     proxy_pool_size: int = 512
+    # Seconds an idle client keep-alive connection is kept open, on both HTTP paths
+    # (uvicorn's timeout_keep_alive; router/fast_protocol.py reads the same config). uvicorn's
+    # default of 5 s closes the idle connections of clients that come back less often, such
+    # as many mostly idle browsers (nginx keeps them 75 s by default).
+    keep_alive_timeout: int = 5
     # Bounds on every request head, on every host and both HTTP paths, and on the response
     # heads origins send (router/head_limits.py): the request line, one header line, the
     # whole head, and the number of header lines. Over them: 414/431, connection closed.
@@ -167,6 +172,8 @@ class Settings:
                                 f"{ENV_PREFIX}WEBHOOK_TIMEOUT by 10 s or more")
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
+        if self.keep_alive_timeout < 1:
+            raise SettingsError(f"{ENV_PREFIX}KEEP_ALIVE_TIMEOUT must be at least 1 second")
         self._check_processes()
         self._check_head_limits()
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
@@ -322,8 +329,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
     if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
         values["apps_port"] = int(_number(raw, "APPS_PORT", int)) if raw.strip() else None
     int_fields = ("bind_port", "processes", "proxy_max_request_bytes", "proxy_max_response_bytes",
-                  "proxy_pool_size", "max_request_line", "max_header_line", "max_head",
-                  "max_headers", "db_workers", "console_session_idle_seconds",
+                  "proxy_pool_size", "keep_alive_timeout", "max_request_line", "max_header_line",
+                  "max_head", "max_headers", "db_workers", "console_session_idle_seconds",
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",
                   "handoff_ttl_seconds", "chain_confirmations", "settlement_batch_size",

@@ -44,8 +44,11 @@ def make_session(settings: Settings, *, ssl_context: ssl.SSLContext | None = Non
         max_idle=settings.proxy_pool_size, resolver=resolver, ssl_context=ssl_context,
         head_limits=settings.head_limits,
     )
+    # aiohttp carries only WebSockets, each holding its origin connection for its life: no
+    # cap (limit=0), as nginx has none. Capped at the idle pool size, the handshake past it
+    # waited, with no timeout, for another WebSocket to close.
     connector = ProxyConnector(
-        upstream, limit=settings.proxy_pool_size, limit_per_host=0, ttl_dns_cache=10,
+        upstream, limit=0, limit_per_host=0, ttl_dns_cache=10,
         resolver=resolver, keepalive_timeout=30,
         ssl=ssl_context if ssl_context is not None else True,
     )

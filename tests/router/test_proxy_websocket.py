@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -119,6 +120,20 @@ def test_an_unreachable_websocket_origin_is_refused_at_once(
         elapsed = time.monotonic() - started
     assert refused.value.response.status_code == 403
     assert elapsed < 3.0
+
+
+def test_open_websockets_are_not_capped_at_the_idle_pool_size(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        ws_origin: AiohttpServer) -> None:
+    """Each WebSocket holds its origin connection for its life; the pool size bounds idle
+    HTTP connections only. (Capped at it, the handshake past it waited, with no timeout,
+    for another WebSocket to close: bench/proxy_cases.py case 5 hung at 512 a process.)"""
+    with proxied(start_proxy_router, proxy_sessions, ws_origin.url,
+                 proxy_pool_size=2) as router, contextlib.ExitStack() as open_sockets:
+        sockets = [open_sockets.enter_context(ws_connect(router)) for _ in range(3)]
+        for i, ws in enumerate(sockets):
+            ws.send(f"still here {i}")
+            assert ws.recv(timeout=5) == f"still here {i}"
 
 
 def test_an_upgrade_after_fast_path_requests_on_one_connection_is_relayed(

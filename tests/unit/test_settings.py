@@ -65,10 +65,19 @@ def test_production_from_environment() -> None:
     ({"SVCSRV_DB_WORKERS": "0"}, "DB_WORKERS"),
     ({"SVCSRV_PROCESSES": "0"}, "PROCESSES must be at least 1"),
     ({"SVCSRV_PROCESSES": "two"}, "PROCESSES must be a number"),
+    ({"SVCSRV_KEEP_ALIVE_TIMEOUT": "0"}, "KEEP_ALIVE_TIMEOUT must be at least 1"),
 ])
 def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         load_settings(env)
+
+
+def test_keep_alive_timeout_reaches_the_server_config() -> None:
+    from router.cli import server_config
+
+    assert load_settings({}).keep_alive_timeout == 5  # uvicorn's own default
+    settings = load_settings({"SVCSRV_KEEP_ALIVE_TIMEOUT": "75"})
+    assert server_config(None, settings).timeout_keep_alive == 75
 
 
 def test_db_workers_from_environment() -> None:

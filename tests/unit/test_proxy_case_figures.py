@@ -1,0 +1,128 @@
+"""The pure parts of bench/proxy_cases.py: percentiles and per-round ratios, the framing
+helpers of its clients and origins, and the section rendered from the kept per-case
+results (a rerun of one case replaces only that case). The benchmark itself runs for
+minutes; it is not part of the suite (tests/unit/test_proxy_case_load.py runs its load
+generators for a second each)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def bench_module(name: str) -> ModuleType:
+    sys.path.insert(0, str(BENCH))  # the benches import each other as top-level modules
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+@pytest.fixture(scope="module")
+def figures() -> ModuleType:
+    return bench_module("case_figures")
+
+
+def test_percentile_is_the_nearest_rank(figures: ModuleType) -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert figures.percentile(values, 99) == 99.0
+    assert figures.percentile(values, 50) == 50.0
+    assert figures.percentile([5.0], 99) == 5.0
+    assert figures.percentile([], 99) == 0.0
+    assert figures.percentile([1.0, 2.0, 3.0], 100) == 3.0
+
+
+def test_ratios_are_taken_per_round_then_the_median(figures: ModuleType) -> None:
+    rounds = [{"nginx": {"rps": 100.0}, "router": {"rps": 60.0}},
+              {"nginx": {"rps": 50.0}, "router": {"rps": 40.0}},
+              {"nginx": {"rps": 200.0}, "router": {"rps": 100.0}}]
+    assert figures.median_ratio(rounds, "router", "nginx", "rps") == pytest.approx(0.6)
+    # not the ratio of the medians (60 / 100)
+    assert figures.median_of(rounds, "router", "rps") == 60.0
+    assert figures.median_difference(rounds, "router", "nginx", "rps") == -40.0
+
+
+def result(figures: ModuleType, case: int, rps: float, met: bool) -> Any:
+    return figures.CaseResult(
+        case=case, title=f"case {case} title", run="Run today.", load="wrk -c64",
+        targets={"nginx": "nginx proxy", "router": "router"},
+        columns=[figures.Column("rps", "req/s", ",.0f"),
+                 figures.Column("p99_ms", "p99", ".2f", " ms")],
+        rounds=[{"nginx": {"rps": 2000.0, "p99_ms": 1.5},
+                 "router": {"rps": rps, "p99_ms": 3.25}}],
+        checks=[figures.Check("router req/s vs nginx's", f"{rps / 2000:.0%}", ">= 50%", met)],
+        configuration=[("nginx", "nginx", "worker_processes 2;")], notes=["Why it falls short."])
+
+
+def test_a_case_renders_its_checks_medians_rounds_and_configuration(
+        figures: ModuleType) -> None:
+    text = figures.render_case(result(figures, 2, 700.0, False))
+    assert text.startswith("### Case 2: case 2 title (below target)")
+    assert "- router req/s vs nginx's: **35%** (target >= 50%: MISSED)" in text
+    assert "| router | 700 | 3.25 ms |" in text
+    assert "| 1 | nginx | 2,000 | 1.50 ms |" in text
+    assert "```nginx\nworker_processes 2;\n```" in text
+    assert "Why it falls short." in text
+    assert "(all targets met)" in figures.render_case(result(figures, 2, 1500.0, True))
+    reported = result(figures, 2, 1500.0, True)
+    reported.checks.append(figures.Check("CPU per MB vs nginx's", "1.10x", "", True))
+    assert "- CPU per MB vs nginx's: **1.10x** (reported; no target)" in figures.render_case(
+        reported)
+
+
+def test_rerunning_one_case_keeps_the_others(figures: ModuleType, tmp_path: Path) -> None:
+    kept = tmp_path / "cases.json"
+    figures.save_results(kept, {1: result(figures, 1, 1500.0, True),
+                                2: result(figures, 2, 700.0, False)})
+    results = figures.load_results(kept)
+    results[2] = result(figures, 2, 1900.0, True)  # case 2 rerun
+    figures.save_results(kept, results)
+    section = figures.render_section(figures.load_results(kept), "Intro.", "### Shared\n")
+    assert section.startswith(figures.HEADING + "\n\nIntro.\n")
+    assert section.index("### Case 1") < section.index("### Case 2")
+    assert "| router | 1,500 |" in section and "| router | 1,900 |" in section
+    assert "| router | 700 |" not in section
+    assert section.endswith("### Shared\n")
+    assert figures.load_results(tmp_path / "absent.json") == {}
+
+
+def test_origin_frames_requests_by_content_length() -> None:
+    origins = bench_module("case_origins")
+    data = b"POST /digest HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\n"
+    head, body, rest = origins.split_request(data)
+    assert head.endswith(b"Content-Length: 3") and body == b"abc"
+    assert rest == b"GET / HTTP/1.1\r\n"
+    assert origins.split_request(rest) is None  # head not complete yet
+    assert origins.split_request(data[:-len(rest) - 1]) is None  # body not complete yet
+    assert origins.digest_answer(b"abc") == (
+        b"3 " + hashlib.sha256(b"abc").hexdigest().encode())
+
+
+def test_client_frames_answers_and_websocket_messages() -> None:
+    clients = bench_module("case_clients")
+    answer = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody"
+    assert clients.response_length(answer) == (200, len(answer))
+    assert clients.response_length(b"HTTP/1.1 502 Bad") is None
+    frame = clients.ws_frame(clients.ws_payload(7))
+    assert frame[:2] == bytes([0x82, 0x80 | 100]) and len(frame) == 2 + 4 + 100
+    unmasked = bytes(b ^ clients.MASK[i % 4] for i, b in enumerate(frame[6:]))
+    assert unmasked == b"0000007" + b"m" * 93
+    # RFC 6455 section 1.3's example key and accept value
+    assert clients.accept_for("dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+
+
+def test_a_shortfall_note_quotes_the_round_figures() -> None:
+    notes = bench_module("case_notes")
+    rows = [{"nginx": {"us_per_req": 30.0, "cpu": 50.0, "rps": 16000.0},
+             "router": {"us_per_req": 180.0, "cpu": 90.0, "rps": 5000.0}}]
+    text = notes.post_note(rows)
+    assert "180 us of CPU per request against nginx's 30 us (6.0x" in text
+    assert "90% of a core against nginx's 50%" in text

@@ -1,0 +1,85 @@
+"""bench/proxy_cases.py's load generators against its own origins on loopback, for about a
+second each: the paced client holds its rate and counts latency from when a request was
+due, the WebSocket client gets every echo back, and wrk runs the POST script."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ops.cluster.processes import free_port
+from tests.unit.test_proxy_case_figures import BENCH, bench_module
+
+ROOT = BENCH.parent
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+@contextmanager
+def origin(kind: str, *args: str) -> Iterator[int]:
+    port = free_port()
+    with subprocess.Popen([sys.executable, str(BENCH / "case_origins.py"), kind, "--port",
+                           str(port), *args], env=ENV) as proc:
+        try:
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline and proc.poll() is None
+                    time.sleep(0.05)
+            yield port
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def run_client(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, str(BENCH / "case_clients.py"), *args],
+                          capture_output=True, text=True, timeout=60, env=ENV, check=True)
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def test_paced_client_holds_its_rate_and_sees_the_origins_delay() -> None:
+    with origin("slow", "--delay", "0.05") as port:
+        result = run_client("paced", "--port", str(port), "--host", "x", "--connections", "8",
+                            "--rate", "100", "--duration", "1")
+    assert result["sent"] == 100 and result["answered"] == 100
+    assert result["errors"] == 0 and result["closed_by_server"] == 0
+    assert 50 <= result["p50_ms"] < 500  # every answer waited the origin's 50 ms
+
+
+def test_websocket_client_gets_every_echo() -> None:
+    with origin("ws") as port:
+        result = run_client("ws", "--port", str(port), "--host", "x", "--connections", "4",
+                            "--duration", "1")
+    assert result["errors"] == 0 and result["first_error"] == ""
+    assert result["messages"] > 100
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is installed by scripts/test.sh")
+def test_wrk_posts_the_json_body(tmp_path: Path) -> None:
+    runs = bench_module("case_runs")
+    body = runs.post_body()
+    assert len(body) == 16384 and json.loads(body)["items"]
+    script = tmp_path / "post.lua"
+    script.write_text(runs.lua_script(body))
+    with origin("slow", "--delay", "0") as port:
+        done = subprocess.run(["wrk", "-t1", "-c2", "-d1s", "--latency", "-s", str(script),
+                               f"http://127.0.0.1:{port}/"], capture_output=True, text=True,
+                              timeout=30, check=True)
+    sample = bench_module("proxy_bench").parse_wrk(done.stdout)
+    assert sample.requests > 10 and sample.errors == ""
+    assert sample.bytes_per_request > 1024  # the origin's 1 KB answer to each POST
