@@ -24,6 +24,8 @@ from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 
 def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
     extra.setdefault("log_level", "info")
+    # Both HTTP paths close a client's connection after this long idle.
+    extra.setdefault("timeout_keep_alive", settings.keep_alive_timeout)
     return uvicorn.Config(
         app, host=settings.bind_host, port=settings.bind_port, loop="uvloop",
         # the runtime fast path, then uvicorn's httptools (router/fast_protocol.py)
@@ -33,8 +35,6 @@ def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
         server_header=False, date_header=False,
         # Forwarded headers are judged by router.headers against trusted_proxies, not here.
         proxy_headers=False,
-        # Both HTTP paths close a client's connection after this long idle.
-        timeout_keep_alive=settings.keep_alive_timeout,
         # Query strings can carry short-lived codes (svc-auth-return); no access log
         # line is written rather than a redacted one we might get wrong.
         access_log=False, **extra,

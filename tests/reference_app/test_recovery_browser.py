@@ -105,7 +105,8 @@ def test_tab_closes_after_the_portal_return_and_reopens(
     assert pending(again) is None
     wait_for(again, lambda: inventory(again) == {"gem": 1})
     grants = world.grants()
-    assert len(grants) == 1 and grants[0].source == "proof"
+    # Granted once: by the charge's proof, or by its webhook when that landed first.
+    assert len(grants) == 1 and grants[0].source in ("proof", "webhook"), grants
     assert grants[0].idempotency_key == "svc:" + kept["idempotencyKey"]
     assert_clean(chrome)
 
