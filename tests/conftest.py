@@ -7,6 +7,7 @@ PostgreSQL database cloned from a migrated template.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
+from ops.cluster.processes import PORTS_ENV, port_range
 from payments import migrate
 from payments.db import make_engine, make_sessionmaker
 from tests.support.router import RouterFactory, router_factory
@@ -93,6 +95,17 @@ def start_router(db_url: str) -> RouterFactory:
 _ONE_WORKER = ("tests.deploy.", "tests.chain.test_json_rpc",
                "tests.router.test_auth_return_browser", "tests.router.test_proxy_streaming",
                "tests.unit.test_topology_figures")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist, each worker picks free ports from its own slice of the range."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if worker.startswith("gw") and worker[2:].isdigit() and count > 1:
+        low, high = port_range()
+        size = (high - low) // count
+        start = low + int(worker[2:]) * size
+        os.environ[PORTS_ENV] = f"{start}-{start + size}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

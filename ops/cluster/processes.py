@@ -21,18 +21,32 @@ from pathlib import Path
 # a moment later by a server cannot meanwhile become the source port of some outgoing
 # connection, which an ephemeral port (bind to 0) can under connection churn.
 _PORTS = (20000, 32000)
+# Launchers running side by side (the test suite's workers) each take their own share of
+# the range, "low-high", so that two never hand out the same port in the moment between
+# the check here and the server's bind (servers that listen with SO_REUSEPORT would even
+# share it). Inherited by child processes.
+PORTS_ENV = "SVC_FREE_PORTS"
+
+
+def port_range() -> tuple[int, int]:
+    raw = os.environ.get(PORTS_ENV, "")
+    low, _, high = raw.partition("-")
+    if low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65536:
+        return int(low), int(high)
+    return _PORTS
 
 
 def free_port() -> int:
+    ports = port_range()
     for _ in range(200):
-        port = random.randrange(*_PORTS)  # noqa: S311 (not a secret)
+        port = random.randrange(*ports)  # noqa: S311 (not a secret)
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
             return port
-    raise RuntimeError(f"no free port in {_PORTS}")
+    raise RuntimeError(f"no free port in {ports}")
 
 
 @dataclass

@@ -1,0 +1,21 @@
+"""free_port's range: its own slice per test worker (SVC_FREE_PORTS), the default otherwise."""
+
+from __future__ import annotations
+
+import pytest
+
+from ops.cluster.processes import PORTS_ENV, free_port, port_range
+
+
+def test_a_slice_from_the_environment_is_where_ports_come_from(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(PORTS_ENV, "24000-24100")
+    assert port_range() == (24000, 24100)
+    assert all(24000 <= free_port() < 24100 for _ in range(50))
+
+
+@pytest.mark.parametrize("raw", ["", "x-y", "30000-20000", "80-90", "20000-70000", "20000"])
+def test_a_malformed_slice_falls_back_to_the_whole_range(
+        monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
+    monkeypatch.setenv(PORTS_ENV, raw)
+    assert port_range() == (20000, 32000)
