@@ -29,7 +29,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from proxy_bench import BODY, ROOT, _family, fetch, router_env, start_nginx, wait_listening
+from proxy_bench import (
+    BODY,
+    ROOT,
+    _family,
+    fetch,
+    nginx_conf,
+    nginx_user,
+    router_env,
+    start_nginx,
+    wait_listening,
+)
 
 from ops.cluster.processes import Proc, Processes, free_port
 
@@ -38,24 +48,10 @@ KEEP_ALIVE = 75
 APP_SLUGS = ("bench", "fast", "slow", "ws")
 OPEN_FILES = 65536
 
-COMMON = """\
-worker_processes {workers};
+OPEN_FILES_MAIN = """\
 # 10,000 client connections (case 3) may all land on one worker, with its origin
 # connections: as many as the open-file limit the bench runs under allows.
 worker_rlimit_nofile {open_files};
-{user}pid {prefix}/nginx.pid;
-error_log {prefix}/error.log warn;
-events {{ worker_connections {connections}; }}
-http {{
-    access_log off;
-    client_body_temp_path {prefix}/client_body;
-    proxy_temp_path {prefix}/proxy;
-    fastcgi_temp_path {prefix}/fastcgi;
-    uwsgi_temp_path {prefix}/uwsgi;
-    scgi_temp_path {prefix}/scgi;
-    keepalive_requests 1000000;
-    keepalive_timeout {keep_alive}s;
-{body}}}
 """
 
 UPSTREAM = """\
@@ -114,24 +110,15 @@ PROXY = """\
 """
 
 
-def user_line() -> str:
-    # As root the master hands workers to `nobody`; keep them on the invoking user (as
-    # bench/proxy_bench.py does).
-    if os.geteuid() != 0:
-        return ""
-    import grp
-    import pwd
-
-    return f"user {pwd.getpwuid(os.getuid()).pw_name} {grp.getgrgid(os.getgid()).gr_name};\n"
-
-
 def nginx_text(prefix: Path | str, body: str, workers: int | str, user: str = "",
                open_files: int | str | None = None) -> str:
     if open_files is None:
         open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     connections = open_files - 100 if isinstance(open_files, int) else "<that - 100>"
-    return COMMON.format(workers=workers, open_files=open_files, connections=connections,
-                         user=user, prefix=prefix, keep_alive=KEEP_ALIVE, body=body)
+    return nginx_conf(prefix, body, workers, user=user,
+                      main=OPEN_FILES_MAIN.format(open_files=open_files),
+                      connections=connections,
+                      http_extra=f"    keepalive_timeout {KEEP_ALIVE}s;\n")
 
 
 def proxy_body(port: int | str, upstream_port: int | str, slow_port: int | str,
@@ -230,7 +217,7 @@ def bed(processes: int) -> Iterator[Bed]:
         up_port, slow_port, ws_port = free_port(), free_port(), free_port()
         upstream = start_nginx(procs, "upstream nginx", tmp / "upstream", nginx_text(
             tmp / "upstream", UPSTREAM.format(port=up_port, big=tmp / "1m.bin",
-                                              payload=BODY.decode()), 1, user_line()))
+                                              payload=BODY.decode()), 1, nginx_user()))
         env = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
@@ -254,7 +241,7 @@ def start_nginx_proxy(bed: Bed, procs: Processes) -> Target:
     port = free_port()
     prefix = bed.tmp / f"proxy-{port}"
     proc = start_nginx(procs, "nginx proxy", prefix, nginx_text(prefix, proxy_body(
-        port, bed.upstream_port, bed.slow_port, bed.ws_port), bed.processes, user_line()))
+        port, bed.upstream_port, bed.slow_port, bed.ws_port), bed.processes, nginx_user()))
     target = Target("nginx", f"nginx proxy, {bed.processes} workers", proc, port)
     wait_answering(target)
     return target

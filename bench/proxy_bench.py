@@ -221,9 +221,9 @@ def wait_listening(proc: Proc, port: int, count: int, timeout: float = 60) -> No
 
 NGINX_COMMON = """\
 worker_processes {workers};
-{user}pid {prefix}/nginx.pid;
+{main}{user}pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
-events {{ worker_connections 4096; }}
+events {{ worker_connections {connections}; }}
 http {{
     access_log off;
     client_body_temp_path {prefix}/client_body;
@@ -233,7 +233,7 @@ http {{
     scgi_temp_path {prefix}/scgi;
     # uvicorn never closes a keep-alive connection after N requests; nor does nginx here.
     keepalive_requests 1000000;
-{body}}}
+{http_extra}{body}}}
 """
 
 UPSTREAM_HTTP = """\
@@ -265,17 +265,25 @@ PROXY_HTTP = """\
 """
 
 
-def nginx_conf(prefix: Path, http_body: str, workers: int = 1) -> str:
+def nginx_user() -> str:
     # As root the master hands workers to `nobody`, whose group name differs by distribution;
     # keep the workers on the invoking user instead (a no-op warning when not root).
-    user = ""
-    if os.geteuid() == 0:
-        import grp
-        import pwd
+    if os.geteuid() != 0:
+        return ""
+    import grp
+    import pwd
 
-        user = (f"user {pwd.getpwuid(os.getuid()).pw_name} "
-                f"{grp.getgrgid(os.getgid()).gr_name};\n")
-    return NGINX_COMMON.format(workers=workers, user=user, prefix=prefix, body=http_body)
+    return f"user {pwd.getpwuid(os.getuid()).pw_name} {grp.getgrgid(os.getgid()).gr_name};\n"
+
+
+def nginx_conf(prefix: Path | str, http_body: str, workers: int | str = 1, *,
+               user: str | None = None, main: str = "", connections: int | str = 4096,
+               http_extra: str = "") -> str:
+    """nginx.conf: ``main`` and ``http_extra`` are directives added to those contexts;
+    ``user`` None: the invoking user's, as root."""
+    return NGINX_COMMON.format(workers=workers, main=main,
+                               user=nginx_user() if user is None else user, prefix=prefix,
+                               connections=connections, http_extra=http_extra, body=http_body)
 
 
 def start_nginx(procs: Processes, name: str, prefix: Path, conf_text: str) -> Proc:
@@ -680,8 +688,7 @@ def render(results: dict[str, list[Sample]], targets: Setup, info: dict[str, str
                          f"{s.cpu['proxy']:.0f}% | {upstream} | {s.errors or 'none'} |")
     upstream_conf = UPSTREAM_HTTP.format(port="<upstream port>", payload="<1,024 bytes>")
     proxy_conf = PROXY_HTTP.format(port="<nginx port>", upstream_port="<upstream port>")
-    common = NGINX_COMMON.format(workers="<1 or N>", user="", prefix="<temp prefix>",
-                                 body="    ...\n")
+    common = nginx_conf("<temp prefix>", "    ...\n", "<1 or N>", user="")
     env = {**router_env(0, Path("<SQLite file>"), "redis://127.0.0.1:<port>/0", 0),
            "SVCSRV_BIND_PORT": "<port>", "SVCSRV_APPS_PORT": "<port>",
            "SVCSRV_PROCESSES": "<1 or N>"}
