@@ -21,7 +21,6 @@ from router.fast_protocol import MAX_BODY
 from tests.factories import add_app
 from tests.router.origins import RawOrigin, closed_port
 from tests.router.test_fast_protocol import Answers, served
-from tests.router.test_proxy_disconnect import PROMPT, SilentOrigin, leave_before_the_answer
 from tests.router.test_proxy_fast_path import (
     ORIGIN_DATE,
     SCRIPT_EXTRA,
@@ -29,6 +28,7 @@ from tests.router.test_proxy_fast_path import (
     fast_path,
     first_answer_only,
     game,
+    leaving_closes_the_upstream,
     never_answers,
     one_at_a_time,
     repoint,
@@ -263,18 +263,9 @@ def test_a_client_leaving_mid_body_gets_nothing_and_sends_the_origin_nothing(
 def test_a_client_leaving_after_its_body_closes_the_upstream_on_the_fast_path(
         start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
         origin: BodyOrigin) -> None:
-    silent = SilentOrigin()
-    with RawOrigin(silent.handle) as raw, \
-            game(start_proxy_router, proxy_sessions, origin.url,
-                 proxy_read_timeout=60.0) as router:
-        repoint(router, proxy_sessions, raw.url)
-        fast = fast_path(router)
-        before = fast.taken
-        left_at = leave_before_the_answer(
-            router, silent, with_body(router, "POST", "/wait", body_of(16 * 1024)))
-        assert fast.taken == before + 1
-        assert silent.closed.wait(PROMPT + 3), "the origin's connection stayed open"
-        assert silent.closed_at[0] - left_at < PROMPT
+    raw = leaving_closes_the_upstream(
+        start_proxy_router, proxy_sessions, origin.url,
+        lambda router: with_body(router, "POST", "/wait", body_of(16 * 1024)))
     assert raw.connections == 1  # not retried: nobody was left to answer
 
 

@@ -297,20 +297,30 @@ def test_origin_failures_get_the_asgi_paths_gateway_pages(
         in fast[0]
 
 
-def test_a_client_leaving_closes_the_upstream_on_the_fast_path(
-        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
-        origin: RawOrigin) -> None:
+def leaving_closes_the_upstream(start_proxy_router: RouterFactory,
+                                proxy_sessions: sessionmaker[Session], origin_url: str,
+                                sent: Callable[[RunningRouter], bytes]) -> RawOrigin:
+    """The client sends ``sent`` (through the fast path) to an origin that never answers,
+    then leaves: the origin's connection is closed promptly. Returns that origin."""
     silent = SilentOrigin()
     with RawOrigin(silent.handle) as raw, \
-            game(start_proxy_router, proxy_sessions, origin.url,
+            game(start_proxy_router, proxy_sessions, origin_url,
                  proxy_read_timeout=60.0) as router:
         repoint(router, proxy_sessions, raw.url)
         fast = fast_path(router)
         before = fast.taken
-        left_at = leave_before_the_answer(router, silent, request(router, "/wait"))
+        left_at = leave_before_the_answer(router, silent, sent(router))
         assert fast.taken == before + 1
         assert silent.closed.wait(PROMPT + 3), "the origin's connection stayed open"
         assert silent.closed_at[0] - left_at < PROMPT
+    return raw
+
+
+def test_a_client_leaving_closes_the_upstream_on_the_fast_path(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin) -> None:
+    leaving_closes_the_upstream(start_proxy_router, proxy_sessions, origin.url,
+                                lambda router: request(router, "/wait"))
 
 
 def first_answer_only(then: str) -> Callable[[RawOrigin, asyncio.StreamReader,
