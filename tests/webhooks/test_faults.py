@@ -47,9 +47,12 @@ def test_every_event_arrives_once_granted_despite_faults(world: PayWorld) -> Non
         # Every event's first request fails, one way or other; later ones fail at random,
         # at most four in all per event: the schedule holds eight requests, and an event
         # that used them all up would be a test of the dice, not of the service.
-        action = ((FAIL, HANG, CLOSE)[n % 3] if not faults[event_id] else OK
-                  if faults[event_id] >= 4 else
-                  rng.choices((OK, FAIL, HANG, CLOSE), weights=(60, 20, 10, 10))[0])
+        if not faults[event_id]:
+            action = (FAIL, HANG, CLOSE)[n % 3]
+        elif faults[event_id] >= 4:
+            action = OK
+        else:
+            action = rng.choices((OK, FAIL, HANG, CLOSE), weights=(60, 20, 10, 10))[0]
         if action != OK:
             faults[event_id] += 1
         return action
