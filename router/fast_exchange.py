@@ -28,7 +28,7 @@ from router.headers import Headers, ResponsePlan, plan_response
 from router.origin import Origin
 from router.origin_connection import OriginConnection
 from router.proxy import HttpProxy, WholeWriter, bodyless
-from router.upstream_client import ClientGoneWaiter
+from router.upstream_client import ClientGoneWaiter, UpstreamClient
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,8 @@ StartTask = Callable[[ASGI3Application], None]
 
 
 class FastExchange:
-    __slots__ = ("_body", "_client_gone", "_conn", "_headers", "_method", "_origin", "_plan",
-                 "_proxy", "_route", "_start_task", "_target", "_write_whole")
+    __slots__ = ("_body", "_client", "_client_gone", "_conn", "_headers", "_method", "_origin",
+                 "_plan", "_proxy", "_route", "_start_task", "_target", "_write_whole")
 
     def __init__(self, proxy: HttpProxy, route: RuntimeRoute, origin: Origin, method: str,
                  target: bytes, headers: Headers, body: bytes | None,
@@ -54,12 +54,14 @@ class FastExchange:
         self._write_whole = write_whole
         self._start_task = start_task
         self._conn: OriginConnection | None = None
+        self._client: UpstreamClient  # set by start(), which may fail (the caller catches)
         self._plan: ResponsePlan | None = None
 
     def start(self) -> bool:
         """Send the request (and its body) on an idle pooled connection; False if there is
         none (nothing was sent: the caller runs :meth:`task` instead)."""
-        conn = self._proxy.client().start(
+        client = self._client = self._proxy.client()
+        conn = client.start(
             self._origin, self._method, self._target, self._headers, self._body or b"",
             client_gone=self._client_gone)
         if conn is None:
@@ -104,5 +106,5 @@ class FastExchange:
         empty = bodyless(self._method, conn.status)
         if not self._write_whole(conn.status, plan[0], b"" if empty else conn.body()):
             return False
-        self._proxy.client().release(conn)
+        self._client.release(conn)
         return True

@@ -83,7 +83,7 @@ class OriginConnection(asyncio.Protocol):
         self.waiting_for_client = False  # for the next chunk of the request body
         self.error: OriginError | None = None
         self._head_read = 0  # bytes read while the answer's head was unfinished
-        self._header_lines = 0
+        self._check_lines = False  # the head so far is long enough to break a line limit
         self._head_error: OriginProtocolError | None = None
         self._head_only = False
         self._informational = False
@@ -194,6 +194,7 @@ class OriginConnection(asyncio.Protocol):
         return waiter
 
     def _wake(self) -> None:
+        # (callers skip it while nobody waits: the usual case inside data_received)
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -217,6 +218,12 @@ class OriginConnection(asyncio.Protocol):
             return
         self.answered = True
         self.deadline = self.loop.time() + self.read_timeout
+        if not self.head_done:
+            # What an unfinished header line holds is inside httptools: count it. While the
+            # head read so far is shorter than the line limit, no line of it can be over
+            # it, and on_header skips the per-line checks (the usual answer).
+            self._head_read += len(data)
+            self._check_lines = self._head_read > self.limits.header_line
         # Held back while the parser runs: the step may end the exchange and pool the
         # connection, which must not happen inside a parser callback.
         step, self.on_step = self.on_step, None
@@ -225,12 +232,9 @@ class OriginConnection(asyncio.Protocol):
         except (httptools.HttpParserError, httptools.HttpParserUpgrade) as exc:
             self.abort(self._head_error or OriginProtocolError(str(exc) or type(exc).__name__))
         else:
-            if not self.head_done and self.error is None:
-                # What an unfinished header line holds is inside httptools: count it.
-                self._head_read += len(data)
-                if self._head_read > self.limits.head:
-                    self.abort(OriginProtocolError(
-                        f"the answer's head is over {self.limits.head} bytes"))
+            if not self.head_done and self.error is None and self._head_read > self.limits.head:
+                self.abort(OriginProtocolError(
+                    f"the answer's head is over {self.limits.head} bytes"))
         if step is not None:
             self.on_step = step
             step()
@@ -263,22 +267,27 @@ class OriginConnection(asyncio.Protocol):
     # -- httptools callbacks --------------------------------------------------------------
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        limits = self.limits
-        self._header_lines += 1
-        if len(name) + len(value) + 2 > limits.header_line:
-            self._head_error = OriginProtocolError(
-                f"a header line of the answer is over {limits.header_line} bytes")
-        elif self._header_lines > limits.headers:
-            self._head_error = OriginProtocolError(
-                f"the answer has over {limits.headers} header lines")
-        if self._head_error is not None:
-            raise self._head_error  # stops the parser; data_received aborts with it
+        if self._check_lines:
+            limits = self.limits
+            if len(name) + len(value) + 2 > limits.header_line:
+                self._refuse_head(f"a header line of the answer is over {limits.header_line} "
+                                  "bytes")
+            self._check_count(1)
         if not self.complete:
             self.headers.append((name, value))
+
+    def _check_count(self, more: int) -> None:
+        if len(self.headers) + more > self.limits.headers:
+            self._refuse_head(f"the answer has over {self.limits.headers} header lines")
+
+    def _refuse_head(self, why: str) -> None:
+        self._head_error = OriginProtocolError(why)
+        raise self._head_error  # stops the parser; data_received aborts with it
 
     def on_headers_complete(self) -> None:
         if self.complete:
             return
+        self._check_count(0)  # a short head can still hold many short lines
         status = self._parser.get_status_code()
         if status < 200:
             if status == 101:
@@ -294,7 +303,8 @@ class OriginConnection(asyncio.Protocol):
             self.complete = True
             self.keep_alive = self._parser.should_keep_alive()
             self._fresh_parser = True
-        self._wake()
+        if self._waiter is not None or self.on_step is not None:
+            self._wake()
 
     def on_body(self, body: bytes) -> None:
         if self.complete:
@@ -305,7 +315,8 @@ class OriginConnection(asyncio.Protocol):
         if self._buffered > HIGH_WATER and not self._reading_paused and self.transport:
             self._reading_paused = True
             self.transport.pause_reading()
-        self._wake()
+        if self._waiter is not None or self.on_step is not None:
+            self._wake()
 
     def on_message_complete(self) -> None:
         if self._informational:
@@ -315,7 +326,8 @@ class OriginConnection(asyncio.Protocol):
             return
         self.complete = True
         self.keep_alive = self._parser.should_keep_alive()
-        self._wake()
+        if self._waiter is not None or self.on_step is not None:
+            self._wake()
 
     def _until_close(self) -> bool:
         """Whether the answer had no length and no chunking: the close ends it."""

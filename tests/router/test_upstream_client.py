@@ -18,7 +18,8 @@ import uvloop
 
 from router.headers import Headers
 from router.origin import CheckedResolver, OriginAddressRefused, parse_origin
-from router.origin_connection import OriginTimeout
+from router.head_limits import HeadLimits
+from router.origin_connection import OriginProtocolError, OriginTimeout
 from router.upstream_client import OriginUnreachable, UpstreamClient
 from tests.router.origins import RawOrigin, closed_port
 
@@ -167,3 +168,31 @@ def test_unreachable_and_private_origins_fail_without_a_request() -> None:
                 allow_private=False)
         assert origin.connections == 0
         assert run(lambda client: fetch(client, named))[2] == b"ok"
+
+
+def _with_headers(count: int, value: bytes = b"v") -> bytes:
+    lines = b"".join(b"X-H%d: %b\r\n" % (i, value) for i in range(count))
+    return b"HTTP/1.1 200 OK\r\n" + lines + b"Content-Length: 2\r\n\r\nok"
+
+
+@pytest.mark.parametrize(("answer", "refused"), [
+    # A short head (one read, under the line limit) is still held to the line count.
+    (_with_headers(HeadLimits().headers - 1), False),
+    (_with_headers(HeadLimits().headers), True),
+    (_with_headers(150), True),
+    # One line over the limit, in a head that arrives whole.
+    (_with_headers(1, b"v" * (HeadLimits().header_line - 7)), False),
+    (_with_headers(1, b"v" * HeadLimits().header_line), True),
+], ids=["99-lines", "100-lines-and-length", "150-lines", "line-at-limit", "line-over-limit"])
+def test_an_answer_head_is_held_to_the_line_limits(answer: bytes, refused: bool) -> None:
+    with answering(answer) as origin:
+        async def one(client: UpstreamClient) -> tuple[int, Headers, bytes] | str:
+            try:
+                return await fetch(client, origin.url)
+            except OriginProtocolError as exc:
+                return str(exc)
+        got = run(one)
+    if refused:
+        assert isinstance(got, str) and "over" in got
+    else:
+        assert not isinstance(got, str) and got[0] == 200 and got[2] == b"ok"
