@@ -97,8 +97,9 @@ class OriginConnection(asyncio.Protocol):
 
     # -- the caller's side --------------------------------------------------------------
 
-    def begin(self, head: bytes, head_only: bool) -> None:
-        """Start an exchange: ``head`` is the whole request head, already encoded."""
+    def begin(self, head: bytes, head_only: bool, body: bytes = b"") -> None:
+        """Start an exchange: ``head`` is the whole request head, already encoded, and
+        ``body`` the whole body it frames, if any."""
         assert self.transport is not None and not self.busy
         if self._fresh_parser:
             self._parser = httptools.HttpResponseParser(self)
@@ -108,7 +109,10 @@ class OriginConnection(asyncio.Protocol):
         self._head_only = head_only
         self.started = now = self.loop.time()
         self.deadline = now + self.read_timeout
-        self.transport.write(head)
+        if body:
+            self.transport.writelines((head, body))
+        else:
+            self.transport.write(head)
 
     def write(self, data: bytes) -> None:
         assert self.transport is not None

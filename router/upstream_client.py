@@ -127,8 +127,9 @@ class UpstreamClient:
         conn = self._pooled((origin.tls, origin.host, origin.port))
         if conn is None:
             return None
-        head = _request_head(method, target, headers, body or None, False)
-        self._begin(conn, head + body if body else head, method)
+        # Head and body go out in one vectored write: the body is not copied behind the head.
+        self._begin(conn, _request_head(method, target, headers, body or None, False), method,
+                    body)
         conn.client_gone = client_gone
         return conn
 
@@ -183,8 +184,9 @@ class UpstreamClient:
                 raise
             return OriginResponse(self, conn)
 
-    def _begin(self, conn: OriginConnection, head: bytes, method: str) -> None:
-        conn.begin(head, method == "HEAD")
+    def _begin(self, conn: OriginConnection, head: bytes, method: str,
+               body: bytes = b"") -> None:
+        conn.begin(head, method == "HEAD", body)
         self._busy.add(conn)
         if self._sweeper is None:
             self._sweeper = self._loop.call_at(self._loop.time() + TICK, self._sweep)

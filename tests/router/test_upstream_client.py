@@ -16,9 +16,9 @@ import pytest
 import trustme
 import uvloop
 
+from router.head_limits import HeadLimits
 from router.headers import Headers
 from router.origin import CheckedResolver, OriginAddressRefused, parse_origin
-from router.head_limits import HeadLimits
 from router.origin_connection import OriginProtocolError, OriginTimeout
 from router.upstream_client import OriginUnreachable, UpstreamClient
 from tests.router.origins import RawOrigin, closed_port
