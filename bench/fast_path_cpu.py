@@ -1,0 +1,231 @@
+"""The router's own CPU per proxied request, without sockets: a steadier figure to compare
+two versions of the fast path by than a load test's.
+
+    .venv/bin/python bench/fast_path_cpu.py [--requests 100000] [--rounds 5] [--post]
+
+On this shared 2-core box, the same router measured twice under wrk differs by up to 20%
+in CPU per request (bench/proxy_cases.py; docs/BENCHMARKS.md), more than most changes to
+its Python code can gain. Here one process runs the service (dev settings, SQLite, one
+seeded app) and feeds its HTTP protocol (``router/fast_protocol.py``) requests straight
+from memory: a request goes in by ``data_received`` as uvloop would deliver it, leaves
+for the origin on a pooled origin connection whose transport keeps what is written, the
+origin's answer comes back by that connection's ``data_received``, and the client's
+transport receives the answer, which is checked. No syscall, no other process: what is
+timed (``time.process_time``) is the Python of the fast path alone, both ways, and the
+C it calls (httptools). Prints us per request for each round and their median; writes
+nothing. The kernel's share (the reads and writes this leaves out) is in the load
+benchmarks' figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import uvloop
+from uvicorn.server import ServerState
+
+ROOT = Path(__file__).resolve().parent.parent
+SLUG = "bench"
+ORIGIN = "http://127.0.0.1:9"  # never connected to: the pooled connection is in memory
+BODY = b"x" * 1024
+ANSWER = (b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Thu, 26 Nov 2026 02:00:00 GMT\r\n"
+          b"Content-Type: text/plain\r\nContent-Length: 1024\r\nConnection: keep-alive\r\n\r\n"
+          + BODY)
+
+
+def request(post: bool, port: int) -> bytes:
+    host = b"Host: %b.apps.localhost:%d\r\n" % (SLUG.encode(), port)
+    if not post:
+        return b"GET / HTTP/1.1\r\n" + host + b"\r\n"
+    body = json.dumps({"data": "y" * (16 * 1024 - 12)}).encode()
+    return (b"POST /post HTTP/1.1\r\n" + host + b"Content-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+class Transport:
+    """What the protocols need of a uvloop transport; keeps what is written."""
+
+    def __init__(self, peer: tuple[str, int]) -> None:
+        self.written: list[bytes] = []
+        self._peer = peer
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+
+    def writelines(self, data: Any) -> None:
+        self.written.extend(data)
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def abort(self) -> None:
+        self.closing = True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": self._peer, "sockname": ("127.0.0.1", 8000)}.get(name, default)
+
+    def pause_reading(self) -> None: ...
+    def resume_reading(self) -> None: ...
+    def set_protocol(self, protocol: Any) -> None: ...
+
+
+def counted(one: Any, times: int) -> tuple[float, float]:
+    """Python bytecodes executed, and functions called (Python and C), per ``one()``:
+    the same on every run, unlike its time on this box."""
+    opcodes = calls = 0
+
+    def trace(frame: Any, event: str, _arg: Any) -> Any:
+        nonlocal opcodes
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            opcodes += 1
+        return trace
+
+    def profile(_frame: Any, event: str, _arg: Any) -> None:
+        nonlocal calls
+        if event in ("call", "c_call"):
+            calls += 1
+
+    sys.settrace(trace)
+    sys.setprofile(profile)
+    try:
+        for _ in range(times):
+            one()
+    finally:
+        sys.settrace(None)
+        sys.setprofile(None)
+    return opcodes / times, calls / times
+
+
+async def measure(requests: int, rounds: int, post: bool, count: bool = False) -> list[float]:
+    from payments.db import make_engine
+    from router.app import create_app
+    from router.cli import server_config
+    from router.fast_protocol import FastProtocol, http_protocol
+    from router.origin import parse_origin
+    from router.origin_connection import OriginConnection
+    from router.settings import load_settings
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from proxy_bench import _seed
+
+    tmp = Path(tempfile.mkdtemp(prefix="fast-path-cpu-"))
+    port = 8000
+    base = f"localhost:{port}"
+    settings = load_settings(
+        mode="dev", database_url=f"sqlite:///{tmp / 'router.db'}", bind_port=port,
+        apps_port=port, base_url=f"http://api.{base}", portal_url=f"http://portal.{base}",
+        console_url=f"http://console.{base}", docs_url=f"http://docs.{base}",
+        chain_workers=False, webhook_workers=False)
+    make_engine(settings.database_url).dispose()
+    _seed(settings.database_url, ORIGIN)
+    app = create_app(settings)
+    config = server_config(app, settings)  # as `svc-server serve` configures uvicorn
+    config.load()
+    # The lifespan runs as uvicorn runs it: resources open, heap frozen.
+    startup: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    done = asyncio.get_running_loop().create_future()
+    await startup.put({"type": "lifespan.startup"})
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"].startswith("lifespan.startup") and not done.done():
+            done.set_result(message["type"])
+
+    lifespan = asyncio.create_task(config.loaded_app(
+        {"type": "lifespan", "asgi": {"version": "3.0"}}, startup.get, send))
+    assert await done == "lifespan.startup.complete"
+    directory = app.resources.directory
+    assert directory is not None
+    assert (await directory.get(SLUG)) is not None  # cached from now on
+
+    loop = asyncio.get_running_loop()
+    protocol = http_protocol(config, ServerState(), {}, loop)
+    assert isinstance(protocol, FastProtocol)
+    client = Transport(("127.0.0.1", 50000))
+    protocol.connection_made(client)  # type: ignore[arg-type]
+    fast = app.fast_path
+    upstream = fast.proxy.client()
+    origin = parse_origin(ORIGIN, True)
+    assert origin is not None
+    conn = OriginConnection(loop, 30.0)
+    to_origin = Transport(("127.0.0.1", 9))
+    conn.connection_made(to_origin)  # type: ignore[arg-type]
+    conn.key = (origin.tls, origin.host, origin.port)
+    # Idle in the pool, as a kept-alive connection is: each request takes it, gives it back.
+    upstream._idle = {conn.key: [conn]}  # (the bench's own pool entry)
+    upstream._idle_count = 1
+
+    raw = request(post, port)
+    expected_tail = BODY
+
+    def one() -> None:
+        protocol.data_received(raw)
+        conn.data_received(ANSWER)
+        if not client.written:
+            raise SystemExit("no answer was written: the request left the fast path")
+        answer = client.written[-1]
+        if not answer.endswith(expected_tail) or not answer.startswith(b"HTTP/1.1 200 OK"):
+            raise SystemExit(f"unexpected answer: {answer[:200]!r}")
+        client.written.clear()
+        to_origin.written.clear()
+
+    async def run(count: int) -> None:
+        for i in range(count):
+            one()
+            if i % 1000 == 999:
+                # The loop turns now and then, as a server's does: the app directory
+                # refreshes its entry in the background before it expires.
+                await asyncio.sleep(0)
+
+    await run(2000)  # warm-up
+    taken = fast.untasked
+    if count:
+        return [float(x) for x in counted(one, 100)]
+    results = []
+    for _ in range(rounds):
+        gc.collect()
+        began = time.process_time()
+        await run(requests)
+        results.append((time.process_time() - began) / requests * 1e6)
+    if fast.untasked - taken != requests * rounds:
+        raise SystemExit("some requests left the fast path; the figure would mix two paths")
+    await startup.put({"type": "lifespan.shutdown"})
+    await lifespan
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--post", action="store_true", help="a 16 KB JSON POST (case 2)")
+    parser.add_argument("--count", action="store_true",
+                        help="count bytecodes and calls per request instead of timing")
+    options = parser.parse_args()
+    results = uvloop.run(measure(options.requests, options.rounds, options.post,
+                                 options.count))
+    kind = "POST 16 KB" if options.post else "GET"
+    if options.count:
+        print(f"{results[0]:.0f} bytecodes and {results[1]:.0f} calls per {kind} request "
+              "(the harness's own lines included)")
+        return
+    for i, us in enumerate(results, 1):
+        print(f"round {i}: {us:.2f} us CPU per {kind} request")
+    print(f"median: {statistics.median(results):.2f} us")
+
+
+if __name__ == "__main__":
+    main()
