@@ -157,6 +157,7 @@ async def measure(requests: int, rounds: int, post: bool, count: bool = False) -
     client = Transport(("127.0.0.1", 50000))
     protocol.connection_made(client)  # type: ignore[arg-type]
     fast = app.fast_path
+    assert fast is not None, "the fast path is on in dev settings"
     upstream = fast.proxy.client()
     origin = parse_origin(ORIGIN, True)
     assert origin is not None

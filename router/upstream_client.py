@@ -350,8 +350,7 @@ def _has_length(headers: Headers) -> bool:
 
 
 def _encode_head(method: str, target: bytes, headers: Headers) -> bytes:
-    parts = [method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n"]
-    for name, value in headers:
-        parts += (name, b": ", value, b"\r\n")
-    parts.append(b"\r\n")
-    return b"".join(parts)
+    # Joined in C (map over the headers), not by a Python loop: every request pays for it.
+    return b"".join((method.encode("ascii"), b" ", target, b" HTTP/1.1\r\n",
+                     b"\r\n".join(map(b": ".join, headers)),
+                     b"\r\n\r\n" if headers else b"\r\n"))

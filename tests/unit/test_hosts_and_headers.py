@@ -94,6 +94,27 @@ def test_response_headers() -> None:
                    (b"date", b"Sun, 22 Nov 2026 00:00:00 GMT")]
 
 
+@pytest.mark.parametrize(("headers", "kept", "length"), [
+    ([(b"Content-Length", b"5"), (b"Connection", b"keep-alive"), (b"X-A", b"1")],
+     [(b"content-length", b"5"), (b"x-a", b"1")], 5),
+    # The first Content-Length says the length, even when it is no number.
+    ([(b"Content-Length", b"x"), (b"Content-Length", b"5")],
+     [(b"content-length", b"x"), (b"content-length", b"5")], None),
+    ([(b"Content-Length", b"5"), (b"Content-Length", b"7")],
+     [(b"content-length", b"5"), (b"content-length", b"7")], 5),
+    # A Content-Length the Connection header names is not sent on, nor believed.
+    ([(b"Connection", b"Content-Length, X-B"), (b"Content-Length", b"5"), (b"X-B", b"2"),
+      (b"X-C", b"3")], [(b"x-c", b"3")], None),
+    ([(b"connection", b"close"), (b"Connection", b"keep-alive, X-D"), (b"x-d", b"4")], [],
+     None),
+    ([], [], None),
+])
+def test_response_plan(headers: list[tuple[bytes, bytes]], kept: list[tuple[bytes, bytes]],
+                       length: int | None) -> None:
+    from router.headers import plan_response
+    assert plan_response(headers) == (kept, length)
+
+
 @pytest.mark.parametrize(("raw", "value"), [(b"12", 12), (b"-1", None), (b"x", None)])
 def test_content_length(raw: bytes, value: int | None) -> None:
     assert content_length([(b"Content-Length", raw)]) == value

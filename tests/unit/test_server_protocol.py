@@ -96,6 +96,10 @@ PLAIN: Headers = [(b"server", b"origin"), (b"content-type", b"text/plain"),
     ("GET", True, 204, [(b"x-a", b"1")], b""),
     ("GET", True, 304, [(b"etag", b'"x"')], b""),
     ("GET", True, 299, PLAIN, b"hello"),
+    ("GET", True, 204, [], b""),  # no header at all
+    ("HEAD", False, 200, PLAIN, b""),
+    ("GET", True, 200, [(b"content-length", b"5"), (b"x-a", b"1"), (b"content-length", b"7")],
+     b"hello"),  # the first length frames the body, as send reads it
 ])
 def test_frame_whole_writes_what_send_writes(method: str, keep_alive: bool, status: int,
                                              headers: Headers, body: bytes) -> None:
