@@ -126,7 +126,7 @@ class _Head:
 class FastProtocol(asyncio.Protocol):
     __slots__ = (
         "_app", "_app_state", "_buffer", "_client", "_client_ip", "_closing", "_config", "_cycle",
-        "_exchange", "_fast", "_flow", "_gone", "_gone_waiter", "_handed_over", "_head",
+        "_exchange", "_fast", "_flow", "_gone", "_handed_over", "_head",
         "_head_end", "_idle_timer", "_last", "_loop", "_policy", "_reading_paused", "_request",
         "_scan", "_scheme", "_server", "_server_state", "_transport", "_trusted", "_wanted",
         "_writes",
@@ -165,7 +165,6 @@ class FastProtocol(asyncio.Protocol):
         self._reading_paused = False
         self._closing = False  # shutting down: close after the answer in flight
         self._gone = False
-        self._gone_waiter: asyncio.Future[None] | None = None
         self._handed_over = False
         self._last = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -201,9 +200,9 @@ class FastProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._server_state.connections.discard(self)
         self._gone = True
-        waiter = self._gone_waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        exchange = self._exchange
+        if exchange is not None:
+            exchange.client_left()
         cycle = self._cycle
         if cycle is not None:
             if not cycle.response_complete:
@@ -348,7 +347,7 @@ class FastProtocol(asyncio.Protocol):
         route, origin, headers = planned
         exchange = self._exchange = FastExchange(
             self._fast.proxy, route, origin, method, request_target(raw_path, query), headers,
-            body, self._wait_gone, self._write_whole, self._fall_back)
+            body, self._write_whole, self._fall_back)
         try:
             started = exchange.start()
         except Exception:  # as for the plan: the request goes the ordinary way instead
@@ -453,14 +452,6 @@ class FastProtocol(asyncio.Protocol):
     def _resume(self) -> None:
         if self._request is None and not self._handed_over and not self._gone and self._buffer:
             self._next()
-
-    async def _wait_gone(self) -> None:
-        """Returns once the client has disconnected (the upstream client's watch)."""
-        if self._gone:
-            return
-        if self._gone_waiter is None:
-            self._gone_waiter = self._loop.create_future()
-        await asyncio.shield(self._gone_waiter)
 
     # -- handing over to uvicorn --------------------------------------------------------
 

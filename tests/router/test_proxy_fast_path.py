@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -23,6 +24,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from payments.models import RuntimeStatus
 from router.fast_path import FastPath
 from router.fast_protocol import MAX_BODY
+from router.upstream_client import SLOW, TICK
 from tests.factories import update_app
 from tests.router.origins import RawOrigin, closed_port, proxied
 from tests.router.test_proxy_disconnect import PROMPT, SilentOrigin, leave_before_the_answer
@@ -321,6 +323,48 @@ def test_a_client_leaving_closes_the_upstream_on_the_fast_path(
         origin: RawOrigin) -> None:
     leaving_closes_the_upstream(start_proxy_router, proxy_sessions, origin.url,
                                 lambda router: request(router, "/wait"))
+
+
+def test_a_slow_answer_on_the_fast_path_needs_no_watching_task_and_leaving_cuts_at_once(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin) -> None:
+    """The protocol itself tells the exchange its client left: no task watches each slow
+    request (under load, most requests are slow), and the origin's connection is closed
+    at once, not at the upstream client's next sweep past SLOW."""
+    second = threading.Event()
+    closed_at: list[float] = []
+
+    async def answers_once(raw: RawOrigin, reader: asyncio.StreamReader,
+                           writer: asyncio.StreamWriter) -> None:
+        await raw.read_head(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
+        await writer.drain()
+        await raw.read_head(reader)
+        second.set()
+        await reader.read()  # no answer; until the router closes the connection
+        closed_at.append(time.monotonic())
+
+    with RawOrigin(answers_once) as raw, \
+            game(start_proxy_router, proxy_sessions, origin.url,
+                 proxy_read_timeout=60.0) as router:
+        repoint(router, proxy_sessions, raw.url)
+        fast = fast_path(router)
+        with socket.create_connection(("127.0.0.1", router.port), timeout=5) as client:
+            client.sendall(request(router, "/first"))
+            assert client.recv(4096).endswith(b"first")  # its connection is now pooled
+            before = fast.untasked
+            client.sendall(request(router, "/wait"))
+            assert second.wait(5), "the request never reached the origin"
+            time.sleep(SLOW + 3 * TICK)  # past the point where a sweep would watch it
+            busy = list(fast.proxy.client()._busy)  # read across threads: a snapshot
+            assert fast.untasked == before + 1, "the request left the fast path"
+            assert busy and all(conn.watcher is None for conn in busy)
+            left_at = time.monotonic()
+        deadline = time.monotonic() + 5
+        while not closed_at and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert closed_at, "the origin's connection stayed open"
+        assert closed_at[0] - left_at < SLOW
 
 
 def first_answer_only(then: str) -> Callable[[RawOrigin, asyncio.StreamReader,
