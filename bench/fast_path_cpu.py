@@ -2,6 +2,8 @@
 two versions of the fast path by than a load test's.
 
     .venv/bin/python bench/fast_path_cpu.py [--requests 100000] [--rounds 5] [--post]
+    .venv/bin/python bench/fast_path_cpu.py [--count] [--post]
+    .venv/bin/python bench/fast_path_cpu.py --against REV [--rounds 5] [--dry-run]
 
 On this shared 2-core box, the same router measured twice under wrk differs by up to 20%
 in CPU per request (bench/proxy_cases.py; docs/BENCHMARKS.md), more than most changes to
@@ -12,9 +14,13 @@ for the origin on a pooled origin connection whose transport keeps what is writt
 origin's answer comes back by that connection's ``data_received``, and the client's
 transport receives the answer, which is checked. No syscall, no other process: what is
 timed (``time.process_time``) is the Python of the fast path alone, both ways, and the
-C it calls (httptools). Prints us per request for each round and their median; writes
-nothing. The kernel's share (the reads and writes this leaves out) is in the load
-benchmarks' figures.
+C it calls (httptools). Prints us per request for each round and their median. The
+kernel's share (the reads and writes this leaves out) is in the load benchmarks' figures.
+
+``--count`` counts Python bytecodes and calls per request instead (the same on every run).
+``--against REV`` compares this tree's router with git revision REV's (checked out in a
+temporary worktree; this harness drives both): counts, then timed rounds alternating
+between the two, and writes both into docs/BENCHMARKS.md with the ratio of each round.
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ import argparse
 import asyncio
 import gc
 import json
+import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -208,6 +217,96 @@ async def measure(requests: int, rounds: int, post: bool, count: bool = False) -
     return results
 
 
+HEADING = "## Fast path CPU per request (bench/fast_path_cpu.py)"
+KINDS: tuple[tuple[str, list[str]], ...] = (
+    ("GET, 1 KB answer", []), ("POST, 16 KB JSON body, 1 KB answer", ["--post"]))
+
+
+def _run(root: Path, args: list[str]) -> str:
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), *args],
+                          capture_output=True, text=True, check=True, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    return done.stdout.strip().splitlines()[-1]
+
+
+def against(rev: str, rounds: int, requests: int, dry_run: bool) -> None:
+    """This tree's router against ``rev``'s, in the same session; writes the section."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from proxy_bench import machine
+    from report import write_section
+
+    info = machine()
+    described = subprocess.run(["git", "log", "-1", "--format=%h %s", rev], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    head = subprocess.run(["git", "log", "-1", "--format=%h", "HEAD"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    there = Path(tempfile.mkdtemp(prefix="fast-path-rev-")) / "tree"
+    subprocess.run(["git", "worktree", "add", "--detach", "-q", str(there), rev], cwd=ROOT,
+                   check=True)
+    rows = []
+    try:
+        for label, args in KINDS:
+            counts = {}
+            for name, root in (("here", ROOT), ("there", there)):
+                found = re.search(r"(\d+) bytecodes and (\d+) calls",
+                                  _run(root, ["--count", *args]))
+                assert found is not None
+                counts[name] = (int(found.group(1)), int(found.group(2)))
+            times: dict[str, list[float]] = {"here": [], "there": []}
+            for i in range(rounds):  # alternate which goes first: the box drifts
+                order = (("here", ROOT), ("there", there))
+                for name, root in order if i % 2 == 0 else order[::-1]:
+                    line = _run(root, ["--requests", str(requests), "--rounds", "1", *args])
+                    times[name].append(float(line.split()[1]))
+                print(f"{label} round {i + 1}: {times['here'][-1]:.2f} us here, "
+                      f"{times['there'][-1]:.2f} us at {rev}", flush=True)
+            ratios = [h / t for h, t in zip(times["here"], times["there"], strict=True)]
+            rows.append((label, counts, times, ratios))
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(there)], cwd=ROOT,
+                       check=False)
+    lines = [
+        HEADING, "",
+        f"Run {info['date']} on `{info['uname -m']}`, nproc {info['nproc']}, Python "
+        f"{info['python']}; {info['libraries']}. Load average at start: "
+        f"{info['load average at start']} (a shared machine).", "",
+        "The router's own work per proxied request, without sockets: one process feeds its "
+        "HTTP protocol (`router/fast_protocol.py`) a request from memory, the origin's answer "
+        "arrives on a pooled origin connection whose transport keeps what is written, and the "
+        "answer written to the client is checked (dev settings, SQLite, one seeded app, "
+        "`router.cli.server_config` as `svc-server serve` configures uvicorn). What is "
+        "counted is the Python of the fast path both ways and the C it calls (httptools); "
+        "the kernel's reads and writes are in the load benchmarks above. Bytecodes and calls "
+        "are counted with `sys.settrace`/`sys.setprofile` over 100 requests: the same on "
+        "every run. Time is `time.process_time` over "
+        f"{requests:,} requests per round, {rounds} rounds alternating between the two "
+        "trees; the ratio is the median of each round's.", "",
+        f"This tree: {head}{' with uncommitted changes' if dirty else ''}. Compared with: "
+        f"{described}.", "",
+        "| Request | Bytecodes | Calls | CPU per request (median) | Ratio of CPU |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, counts, times, ratios in rows:
+        (b_here, c_here), (b_there, c_there) = counts["here"], counts["there"]
+        lines.append(
+            f"| {label} | {b_here:,} vs {b_there:,} ({b_here / b_there:.2f}x) | "
+            f"{c_here} vs {c_there} ({c_here / c_there:.2f}x) | "
+            f"{statistics.median(times['here']):.1f} vs "
+            f"{statistics.median(times['there']):.1f} us | "
+            f"**{statistics.median(ratios):.2f}x** |")
+    lines += ["", "Every round (us of CPU per request, this tree vs the compared one):", ""]
+    for label, _, times, _ in rows:
+        pairs = ", ".join(f"{h:.1f}/{t:.1f}" for h, t in
+                          zip(times["here"], times["there"], strict=True))
+        lines.append(f"- {label}: {pairs}")
+    section = "\n".join(lines) + "\n"
+    print(section)
+    if not dry_run:
+        write_section(HEADING, section)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=100_000)
@@ -215,7 +314,13 @@ def main() -> None:
     parser.add_argument("--post", action="store_true", help="a 16 KB JSON POST (case 2)")
     parser.add_argument("--count", action="store_true",
                         help="count bytecodes and calls per request instead of timing")
+    parser.add_argument("--against", metavar="REV",
+                        help="compare with the router at git revision REV; write the figures")
+    parser.add_argument("--dry-run", action="store_true", help="with --against: print only")
     options = parser.parse_args()
+    if options.against:
+        against(options.against, options.rounds, options.requests, options.dry_run)
+        return
     results = uvloop.run(measure(options.requests, options.rounds, options.post,
                                  options.count))
     kind = "POST 16 KB" if options.post else "GET"

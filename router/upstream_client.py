@@ -12,8 +12,9 @@ closed looks exactly like that); nothing else is ever replayed.
 
 Timeouts cost no timer per request: one sweep every ``TICK`` seconds, while anything is
 in flight, cuts exchanges past their read deadline and starts watching the downstream
-client of an exchange that has waited ``SLOW`` seconds, so a client that leaves before
-the origin answered frees the origin's connection at once.
+client of an exchange that has waited ``SLOW`` seconds and was given a ``client_gone``
+(the ASGI path's), so a client that leaves before the origin answered frees the origin's
+connection at once. The fast path gives none: its protocol cuts the exchange itself.
 """
 
 from __future__ import annotations
