@@ -16,8 +16,6 @@ frames an answer exactly as uvicorn's ``send`` would.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
-from operator import itemgetter
 from typing import Any
 
 import httptools
@@ -103,55 +101,44 @@ def frame_whole(status: int, headers: Headers, body: bytes,
     None whenever ``send`` would do anything else than frame a plain answer: refuse a
     header or status, frame chunks, honour a ``Connection`` header, or fail on a length
     mismatch. The caller then sends through a request cycle, which does exactly that.
-    Every answer of the fast path comes through here: the checks and the joining run in C
-    (``map``, set and list methods) rather than a Python loop over the headers
-    (bench/fast_path_cpu.py).
     """
     line = STATUS_LINE.get(status)
     if line is None:
         return None
     if default_headers:
         headers = default_headers + headers
-    names = list(map(_name, headers))
-    if b"connection" in names or b"transfer-encoding" in names:
-        return None
-    if not _VALID_NAMES.issuperset(names) and not _checked(
-            names, HEADER_RE.search, _VALID_NAMES, MAX_VALID_NAMES, None):
-        return None
-    if not _VALID_VALUES.issuperset(map(_value, headers)) and not _checked(
-            map(_value, headers), HEADER_VALUE_RE.search, _VALID_VALUES, MAX_VALID_VALUES,
-            MAX_VALID_VALUE_LENGTH):
-        return None
+    length: bytes | None = None
+    parts = [line]
+    bad_value = HEADER_VALUE_RE.search
+    for name, value in headers:
+        if name == b"content-length":
+            length = value if length is None else length
+        elif name == b"connection" or name == b"transfer-encoding":
+            return None
+        if name not in _VALID_NAMES:
+            if HEADER_RE.search(name):
+                return None
+            if len(_VALID_NAMES) < MAX_VALID_NAMES:
+                _VALID_NAMES.add(name)
+        if value not in _VALID_VALUES:
+            if bad_value(value):
+                return None
+            if len(value) <= MAX_VALID_VALUE_LENGTH and len(_VALID_VALUES) < MAX_VALID_VALUES:
+                _VALID_VALUES.add(value)
+        parts += (name, b": ", value, b"\r\n")
     if not head_only:
-        if b"content-length" not in names:
+        if length is None:
             # send adds chunked framing unless the status carries no body
             if body or status not in (204, 304):
                 return None
-        else:
-            length = headers[names.index(b"content-length")][1]  # the first, as send reads
-            if not length.isdigit() or int(length) != len(body):
-                return None
-    return b"".join((
-        line, b"\r\n".join(map(b": ".join, headers)), b"\r\n" if headers else b"",
-        b"" if keep_alive else b"connection: close\r\n", b"\r\n",
-        body if body and not head_only else b"",
-    ))
-
-
-_name = itemgetter(0)
-_value = itemgetter(1)
-
-
-def _checked(items: Iterable[bytes], bad: Callable[[bytes], object], known: set[bytes],
-             most: int, longest: int | None) -> bool:
-    """Whether none of ``items`` is ``bad``; the good ones are remembered, within bounds."""
-    for item in items:
-        if item not in known:
-            if bad(item):
-                return False
-            if (longest is None or len(item) <= longest) and len(known) < most:
-                known.add(item)
-    return True
+        elif not length.isdigit() or int(length) != len(body):
+            return None
+    if not keep_alive:
+        parts.append(b"connection: close\r\n")
+    parts.append(b"\r\n")
+    if body and not head_only:
+        parts.append(body)
+    return b"".join(parts)
 
 
 def head_policy(config: Config) -> HeadPolicy:
