@@ -282,7 +282,9 @@ def against(rev: str, rounds: int, requests: int, dry_run: bool) -> None:
         "are counted with `sys.settrace`/`sys.setprofile` over 100 requests: the same on "
         "every run. Time is `time.process_time` over "
         f"{requests:,} requests per round, {rounds} rounds alternating between the two "
-        "trees; the ratio is the median of each round's.", "",
+        "trees; the ratio is the median of each round's. On this shared box rounds of one "
+        "tree differ by up to 15%, so a ratio within that says no difference was measured; "
+        "fewer bytecodes need not mean less time (calls into C cost too).", "",
         f"This tree: {head}{' with uncommitted changes' if dirty else ''}. Compared with: "
         f"{described}.", "",
         "| Request | Bytecodes | Calls | CPU per request (median) | Ratio of CPU |",
