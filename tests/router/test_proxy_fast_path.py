@@ -333,18 +333,7 @@ def test_a_slow_answer_on_the_fast_path_needs_no_watching_task_and_leaving_cuts_
     at once, not at the upstream client's next sweep past SLOW."""
     second = threading.Event()
     closed_at: list[float] = []
-
-    async def answers_once(raw: RawOrigin, reader: asyncio.StreamReader,
-                           writer: asyncio.StreamWriter) -> None:
-        await raw.read_head(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
-        await writer.drain()
-        await raw.read_head(reader)
-        second.set()
-        await reader.read()  # no answer; until the router closes the connection
-        closed_at.append(time.monotonic())
-
-    with RawOrigin(answers_once) as raw, \
+    with RawOrigin(first_answer_only("hold", second, closed_at)) as raw, \
             game(start_proxy_router, proxy_sessions, origin.url,
                  proxy_read_timeout=60.0) as router:
         repoint(router, proxy_sessions, raw.url)
@@ -367,18 +356,28 @@ def test_a_slow_answer_on_the_fast_path_needs_no_watching_task_and_leaving_cuts_
         assert closed_at[0] - left_at < SLOW
 
 
-def first_answer_only(then: str) -> Callable[[RawOrigin, asyncio.StreamReader,
-                                             asyncio.StreamWriter], Awaitable[None]]:
+def first_answer_only(then: str, second: threading.Event | None = None,
+                      closed_at: list[float] | None = None,
+                      ) -> Callable[[RawOrigin, asyncio.StreamReader, asyncio.StreamWriter],
+                                    Awaitable[None]]:
     """Answers the first request of each connection (keep-alive); at the next one it hangs
-    up without a word (``then="hang up"``) or never answers (``then="stall"``)."""
+    up without a word (``then="hang up"``) or never answers (``then="stall"``, or
+    ``then="hold"``: until the router closes the connection, noting when in
+    ``closed_at``). ``second`` is set once the next request has arrived."""
     async def handle(origin: RawOrigin, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
         await origin.read_head(reader)
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nfirst")
         await writer.drain()
         await origin.read_head(reader)
+        if second is not None:
+            second.set()
         if then == "stall":
             await asyncio.Event().wait()
+        elif then == "hold":
+            await reader.read()
+            if closed_at is not None:
+                closed_at.append(time.monotonic())
     return handle
 
 
