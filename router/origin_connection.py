@@ -198,7 +198,8 @@ class OriginConnection(asyncio.Protocol):
         return waiter
 
     def _wake(self) -> None:
-        # (callers skip it while nobody waits: the usual case inside data_received)
+        # The parser callbacks call this only when a waiter or on_step is set: inside
+        # data_received (the usual case) neither is, and the call would do nothing.
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
