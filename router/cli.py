@@ -13,6 +13,7 @@ import uvicorn
 
 from payments import migrate
 from payments.db import make_engine, make_sessionmaker
+from router import native
 from router.app import Service, create_app
 from router.dev import DEMO_SLUG, seed_demo
 from router.dev_backend import seed_demo_backend
@@ -20,6 +21,8 @@ from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_d
 from router.fast_protocol import http_protocol
 from router.processes import Supervisor
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
+
+log = logging.getLogger(__name__)
 
 
 def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
@@ -67,6 +70,16 @@ def serve(settings: Settings) -> int:
     config = server_config(f"{__name__}:{service_from_environment.__name__}", settings,
                            factory=True)
     return Supervisor(config, settings.processes).run()
+
+
+def report_native() -> None:
+    """Say whether the fast path runs compiled (router/native.py)."""
+    state = native.status()
+    if state == "stale":
+        log.warning("the compiled fast path is older than its sources and runs the code from "
+                    "before: run scripts/build_native.py (or scripts/install.sh)")
+    else:
+        log.info("fast path: %s", "compiled (mypyc)" if state == "compiled" else "pure Python")
 
 
 def configure_logging() -> None:
@@ -130,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("serve", help=f"run the server with settings from {ENV_PREFIX}* variables")
     args = parser.parse_args(argv)
     configure_logging()
+    report_native()
     try:
         if args.command == "dev":
             asyncio.run(run_dev(dev_settings(args.port)))

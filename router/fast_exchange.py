@@ -26,7 +26,8 @@ from uvicorn._types import ASGI3Application
 from router.gating import RuntimeRoute
 from router.headers import Headers, ResponsePlan, plan_response
 from router.origin import Origin
-from router.origin_connection import ClientGone, OriginConnection
+from router.origin_connection import OriginConnection
+from router.origin_errors import ClientGone
 from router.proxy import HttpProxy, WholeWriter, bodyless
 from router.upstream_client import UpstreamClient
 

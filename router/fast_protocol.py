@@ -312,7 +312,9 @@ class FastProtocol(asyncio.Protocol):
         """Proxy, or answer through ASGI, the parsed request whose bytes end at ``end``."""
         head = self._head
         try:
-            url = httptools.parse_url(head.url)
+            # Any, not httptools' URL: its stubs say bytes where it gives None (a target
+            # without a query), which compiled code would refuse (scripts/build_native.py).
+            url: Any = httptools.parse_url(head.url)
         except httptools.HttpParserInvalidURLError:
             self._hand_over()
             return

@@ -16,35 +16,15 @@ from typing import cast
 import httptools
 
 from router.head_limits import HeadLimits
+from router.origin_errors import (
+    OriginClosed,
+    OriginError,
+    OriginProtocolError,
+)
 
 # Pause reading the origin while this much body waits for a slow client.
 HIGH_WATER = 256 * 1024
 _NO_BODY_STATUS = (204, 304)
-
-
-class OriginError(Exception):
-    """The origin failed the exchange; subclasses say how."""
-
-
-class OriginClosed(OriginError):
-    """The connection closed before the answer was complete."""
-
-    def __init__(self, answered: bool) -> None:
-        super().__init__("origin closed the connection" +
-                         (" mid-answer" if answered else " without answering"))
-        self.answered = answered  # any byte of an answer had arrived
-
-
-class OriginProtocolError(OriginError):
-    """What the origin sent is not HTTP/1.x."""
-
-
-class OriginTimeout(OriginError, TimeoutError):
-    """Nothing arrived from the origin for the read timeout."""
-
-
-class ClientGone(OriginError):
-    """The downstream client left; the exchange was cut on purpose."""
 
 
 class OriginConnection(asyncio.Protocol):

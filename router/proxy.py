@@ -18,7 +18,8 @@ from starlette.types import Receive, Scope, Send
 from router.gating import RuntimeRoute
 from router.headers import Headers, is_trusted, plan_request, plan_response
 from router.origin import Origin, OriginAddressRefused, parse_origin
-from router.origin_connection import ClientGone, OriginConnection, OriginError
+from router.origin_connection import OriginConnection
+from router.origin_errors import ClientGone, OriginError
 from router.pages import gateway_page
 from router.settings import Settings
 from router.upstream import upstream_client

@@ -193,7 +193,7 @@ class HttpProtocol(HttpToolsProtocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
-            if self._refused is not None:
+            if self._refusal() is not None:
                 self._refuse()
                 return
             msg = "Invalid HTTP request received."
@@ -220,6 +220,12 @@ class HttpProtocol(HttpToolsProtocol):
                 self._refused = (line_too_long(limits) if pending > limits.header_line
                                  else head_too_large(limits))
                 self._refuse()
+
+    def _refusal(self) -> HeadRefused | None:
+        """``_refused``, read anew after the parser ran: a callback may have set it, which
+        mypy does not see once a check has narrowed it to None, and the compiled code
+        (router/native.py) would refuse the value it did not expect."""
+        return self._refused
 
     def _stop(self, refused: HeadRefused) -> None:
         """Refuse the head being parsed: raised inside a parser callback, the error stops

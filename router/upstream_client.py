@@ -27,13 +27,8 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 from router.head_limits import HeadLimits
 from router.headers import Headers
 from router.origin import CheckedResolver, Origin, OriginAddressRefused
-from router.origin_connection import (
-    ClientGone,
-    OriginClosed,
-    OriginConnection,
-    OriginError,
-    OriginTimeout,
-)
+from router.origin_connection import OriginConnection
+from router.origin_errors import ClientGone, OriginClosed, OriginError, OriginTimeout
 
 TICK = 0.1
 SLOW = 0.25  # seconds without an answer before the client is watched

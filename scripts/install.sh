@@ -11,6 +11,11 @@ command -v chromium >/dev/null || need_apt+=(chromium)
 command -v nginx >/dev/null || need_apt+=(nginx)
 command -v wrk >/dev/null || need_apt+=(wrk)
 command -v node >/dev/null || need_apt+=(nodejs npm)
+# the fast path's modules are compiled with mypyc (scripts/build_native.py): a C compiler,
+# and Python's headers where this python3 is Debian's (pyenv and python.org builds have them)
+command -v gcc >/dev/null || need_apt+=(gcc)
+python3 -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || need_apt+=(python3-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "install.sh: missing ${need_apt[*]}; run as root (or install them) first" >&2
@@ -38,4 +43,10 @@ if [ -f contracts/package-lock.json ]; then
     (cd contracts && npm ci --silent --no-audit --no-fund)
     touch "$lock"
   fi
+fi
+
+# Compiled only when the modules' sources (or mypyc, or Python) changed since the last build;
+# scripts/test.sh passes --no-native and builds beside its type check instead.
+if [ "${1:-}" != "--no-native" ]; then
+  .venv/bin/python scripts/build_native.py
 fi

@@ -1,0 +1,84 @@
+"""Compile the router's fast-path modules with mypyc, in place, when their sources changed.
+
+    .venv/bin/python scripts/build_native.py [--force]
+
+Run by scripts/install.sh. The modules (router.native.MODULES) become C extension modules
+beside their sources (router/*.so, not in git), stamped with a digest of what they were
+made from (router/native.stamp). Needs a C compiler and Python's headers: install.sh
+installs gcc where it is missing. ``svc-server`` runs the same sources uncompiled where
+there is no build (the server image: docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from router import native  # noqa: E402  (the checkout's router, not an installed one)
+
+SETUP = """\
+from mypyc.build import mypycify
+from setuptools import setup
+
+setup(
+    name="svc-router-native",
+    packages=[],
+    ext_modules=mypycify({paths!r}, group_name="router.native", target_dir={target!r}),
+)
+"""
+
+
+def compiler_version() -> str:
+    import mypy.version
+
+    return f"mypyc-{mypy.version.__version__}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--force", action="store_true", help="build even if up to date")
+    options = parser.parse_args()
+    compiler = compiler_version()
+    wanted = f"{compiler} {native.digest(compiler)}\n"
+    if not options.force and native.status() == "compiled" and native.STAMP.read_text() == wanted:
+        print("build_native: router fast path up to date (compiled)")
+        return 0
+    for path in native.built():
+        path.unlink()  # a half-replaced build must not be imported
+    native.STAMP.unlink(missing_ok=True)
+    started = time.monotonic()
+    build = ROOT / "build" / "native"
+    build.mkdir(parents=True, exist_ok=True)
+    paths = [f"router/{name}.py" for name in native.MODULES]
+    with tempfile.TemporaryDirectory(prefix="native-") as tmp:
+        setup = Path(tmp) / "setup.py"
+        setup.write_text(SETUP.format(paths=paths, target=str(build)))
+        # From the checkout's root: mypy reads its settings (pyproject.toml) there, and the
+        # extension modules land beside the sources (--inplace).
+        result = subprocess.run(  # noqa: S603  (our own interpreter and script)
+            [sys.executable, "-W", "ignore", str(setup), "build_ext", "--inplace",
+             "--build-temp", str(build / "temp")],
+            cwd=ROOT, capture_output=True, text=True, check=False,
+            # Its own cache: scripts/test.sh runs mypy beside this build.
+            env={**os.environ, "MYPY_CACHE_DIR": str(build / "mypy-cache")})
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout[-20_000:] + result.stderr[-20_000:])
+        print("build_native: mypyc failed (output above)", file=sys.stderr)
+        return 1
+    native.STAMP.write_text(wanted)
+    state = native.status()
+    print(f"build_native: {len(native.built())} files in {time.monotonic() - started:.0f} s"
+          f" ({state})")
+    return 0 if state == "compiled" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
