@@ -36,16 +36,25 @@ def port_range() -> tuple[int, int]:
     return _PORTS
 
 
+# Ports this process handed out: never twice. Free when checked is not free a moment later
+# if another call returned the same port before its server bound it (a cluster asks for a
+# dozen at once; a clean-clone run once saw two of its servers given the same one).
+_given: set[int] = set()
+
+
 def free_port() -> int:
     ports = port_range()
     for _ in range(200):
         port = random.randrange(*ports)  # noqa: S311 (not a secret)
+        if port in _given:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _given.add(port)
+        return port
     raise RuntimeError(f"no free port in {ports}")
 
 

@@ -19,3 +19,14 @@ def test_a_malformed_slice_falls_back_to_the_whole_range(
         monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     monkeypatch.setenv(PORTS_ENV, raw)
     assert port_range() == (20000, 32000)
+
+
+def test_a_port_is_handed_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two servers given the same port, both checked free before either bound it: a cluster
+    # start asks for a dozen at once. Ten ports of their own (below every worker's slice and
+    # the ephemeral range: nothing else binds them): ten calls, ten ports, then none.
+    monkeypatch.setenv(PORTS_ENV, "19100-19110")
+    given = [free_port() for _ in range(10)]
+    assert sorted(given) == list(range(19100, 19110))
+    with pytest.raises(RuntimeError, match="no free port"):
+        free_port()
