@@ -229,6 +229,17 @@ def _run(root: Path, args: list[str]) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+def _runs_as(root: Path) -> str:
+    """Whether that tree's fast path runs compiled (router/native.py; older trees had no
+    build, so their sources ran as they are)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from router import native; print(native.status())"],
+        capture_output=True, text=True, check=False, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)})
+    status = done.stdout.strip() if done.returncode == 0 else "pure"
+    return {"compiled": "compiled with mypyc", "pure": "pure Python"}.get(status, status)
+
+
 def against(rev: str, rounds: int, requests: int, dry_run: bool) -> None:
     """This tree's router against ``rev``'s, in the same session; writes the section."""
     sys.path.insert(0, str(ROOT / "bench"))
@@ -247,6 +258,7 @@ def against(rev: str, rounds: int, requests: int, dry_run: bool) -> None:
                    check=True)
     rows = []
     try:
+        runs_as = {"here": _runs_as(ROOT), "there": _runs_as(there)}
         for label, args in KINDS:
             counts = {}
             for name, root in (("here", ROOT), ("there", there)):
@@ -284,9 +296,10 @@ def against(rev: str, rounds: int, requests: int, dry_run: bool) -> None:
         f"{requests:,} requests per round, {rounds} rounds alternating between the two "
         "trees; the ratio is the median of each round's. On this shared box rounds of one "
         "tree differ by up to 15%, so a ratio within that says no difference was measured; "
-        "fewer bytecodes need not mean less time (calls into C cost too).", "",
-        f"This tree: {head}{' with uncommitted changes' if dirty else ''}. Compared with: "
-        f"{described}.", "",
+        "fewer bytecodes need not mean less time (calls into C cost too). Compiled modules "
+        "(router/native.py) run no bytecode: only the Python they call is counted.", "",
+        f"This tree: {head}{' with uncommitted changes' if dirty else ''}, fast path "
+        f"{runs_as['here']}. Compared with: {described}, fast path {runs_as['there']}.", "",
         "| Request | Bytecodes | Calls | CPU per request (median) | Ratio of CPU |",
         "|---|---:|---:|---:|---:|",
     ]
