@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh --no-native
-# The compiled fast path (scripts/build_native.py, about a minute from clean) builds while
+# The compiled fast path (scripts/build_native.py, about 20 s from clean) builds while
 # ruff and mypy check: two cores, and the tests need both done.
 .venv/bin/python scripts/build_native.py &
 native=$!
