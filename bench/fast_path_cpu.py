@@ -232,11 +232,16 @@ def _run(root: Path, args: list[str]) -> str:
 def _runs_as(root: Path) -> str:
     """Whether that tree's fast path runs compiled (router/native.py; older trees had no
     build, so their sources ran as they are)."""
+    # The module's own file too: a tree without router/native.py would find this
+    # checkout's through its editable install.
     done = subprocess.run(
-        [sys.executable, "-c", "from router import native; print(native.status())"],
+        [sys.executable, "-c", "from router import native; print(native.__file__, "
+         "native.status())"],
         capture_output=True, text=True, check=False, cwd=root,
         env={**os.environ, "PYTHONPATH": str(root)})
-    status = done.stdout.strip() if done.returncode == 0 else "pure"
+    where, _, status = done.stdout.strip().partition(" ")
+    if done.returncode != 0 or not Path(where).is_relative_to(root):
+        status = "pure"
     return {"compiled": "compiled with mypyc", "pure": "pure Python"}.get(status, status)
 
 
