@@ -1,8 +1,9 @@
-"""How an exchange with an origin fails (raised and stored by ``router/origin_connection.py``).
+"""How an exchange with an origin fails (raised and stored by ``router/origin_connection.py``
+and ``router/upstream_client.py``).
 
-Plain Python classes, in a module of their own: the origin connection is compiled
-(scripts/build_native.py), and a compiled class cannot inherit from two built-in
-exception classes, as :class:`OriginTimeout` does.
+Plain Python classes, in a module of their own: those modules are compiled
+(router/native.py), and a compiled class cannot inherit from two built-in exception
+classes, as :class:`OriginTimeout` does.
 """
 
 from __future__ import annotations
@@ -31,3 +32,15 @@ class OriginTimeout(OriginError, TimeoutError):
 
 class ClientGone(OriginError):
     """The downstream client left; the exchange was cut on purpose."""
+
+
+class OriginUnreachable(OriginError):
+    """No connection could be opened to any checked address of the origin."""
+
+
+class OriginUnresolved(OriginError):
+    """The origin's name has no address."""
+
+
+class OriginConnectTimeout(OriginError, TimeoutError):
+    """Resolving and connecting took longer than the connect timeout."""

@@ -19,11 +19,11 @@ from router.gating import RuntimeRoute
 from router.headers import Headers, is_trusted, plan_request, plan_response
 from router.origin import Origin, OriginAddressRefused, parse_origin
 from router.origin_connection import OriginConnection
-from router.origin_errors import ClientGone, OriginError
+from router.origin_errors import ClientGone, OriginError, OriginUnresolved
 from router.pages import gateway_page
 from router.settings import Settings
 from router.upstream import upstream_client
-from router.upstream_client import OriginResponse, OriginUnresolved, UpstreamClient
+from router.upstream_client import OriginResponse, UpstreamClient
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,14 @@ from router.head_limits import HeadLimits
 from router.headers import Headers
 from router.origin import CheckedResolver, Origin, OriginAddressRefused
 from router.origin_connection import OriginConnection
-from router.origin_errors import ClientGone, OriginClosed, OriginError, OriginTimeout
+from router.origin_errors import (
+    ClientGone,
+    OriginClosed,
+    OriginConnectTimeout,
+    OriginTimeout,
+    OriginUnreachable,
+    OriginUnresolved,
+)
 
 TICK = 0.1
 SLOW = 0.25  # seconds without an answer before the client is watched
@@ -40,18 +47,6 @@ _LENGTH_ZERO = frozenset({"POST", "PUT", "PATCH"})
 
 ClientGoneWaiter = Callable[[], Awaitable[object]]
 PoolKey = tuple[bool, str, int]
-
-
-class OriginUnreachable(OriginError):
-    """No connection could be opened to any checked address of the origin."""
-
-
-class OriginUnresolved(OriginError):
-    """The origin's name has no address."""
-
-
-class OriginConnectTimeout(OriginError, TimeoutError):
-    """Resolving and connecting took longer than the connect timeout."""
 
 
 class OriginResponse:
@@ -311,11 +306,11 @@ async def _send_body(conn: OriginConnection, body: AsyncIterable[bytes],
         # The read timeout does not run while the client is the slow side.
         conn.waiting_for_client = True
         try:
-            chunk = await anext(chunks)
-        except StopAsyncIteration:
-            break
+            chunk = await anext(chunks, None)
         finally:
             conn.waiting_for_client = False
+        if chunk is None:
+            break
         if conn.head_done or conn.error is not None:
             conn.reusable = False  # the origin answered (or failed) before the whole body
             return

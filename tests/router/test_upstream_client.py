@@ -19,8 +19,8 @@ import uvloop
 from router.head_limits import HeadLimits
 from router.headers import Headers
 from router.origin import CheckedResolver, OriginAddressRefused, parse_origin
-from router.origin_errors import OriginProtocolError, OriginTimeout
-from router.upstream_client import OriginUnreachable, UpstreamClient
+from router.origin_errors import OriginProtocolError, OriginTimeout, OriginUnreachable
+from router.upstream_client import UpstreamClient
 from tests.router.origins import RawOrigin, closed_port
 
 T = TypeVar("T")
