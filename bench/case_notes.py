@@ -19,19 +19,28 @@ PROFILES: dict[int, str] = {
         "cores then preempts the router (0.9 involuntary context switches per request; "
         "nginx 0.36 switches per request in all). Measured one after the other from /proc, "
         "nginx spent 9 to 13 us of user and 26 to 34 us of kernel time per request, the "
-        "router 57 to 78 and 44 to 59. The router's own Python per request, without "
-        "sockets, is about 45 us (bench/fast_path_cpu.py, its own section): parsing both "
-        "heads with httptools callbacks, planning both header sets, framing; no function "
-        "over 5% of it. The same router measured twice in one session differed by up to "
-        "20% in CPU per request, more than this session's Python changes could move "
-        "(a few us; the section of bench/fast_path_cpu.py)."),
+        "router 57 to 78 and 44 to 59 (all of this before its fast path was compiled). "
+        "The router's own Python per request, without sockets, was about 45 to 55 us "
+        "(bench/fast_path_cpu.py, its own section): parsing both heads with httptools "
+        "callbacks, planning both header sets, framing; no function over 5% of it, and "
+        "rewrites of single functions moved nothing measurable. Since 2026-11-26 05:00 UTC "
+        "the fast path's modules run compiled with mypyc (router/native.py): that part "
+        "takes 0.66x (GET) and 0.72x (POST) of the time, and in this case the router "
+        "spent 101 to 113 us per request in three runs of the same session, against 120 "
+        "to 129 us before; its rate against nginx's was 47%, 56% and 49% (the round "
+        "ratios 45% to 61%), against 43% to 46% before. It sits at the target's edge: "
+        "what is left is mostly the kernel's (the writes on loopback) and the event "
+        "loop's. The same router measured twice in one session differs by up to 20% in "
+        "CPU per request."),
     4: ("Until 2026-11-26, a fast-path request still waiting 0.25 s for its answer got a "
         "task watching its client (the upstream client's sweep); once the router fell "
         "behind under this load most requests did, and its CPU per request rose from "
         "about 110 us (a round that kept up) to about 180 us (rounds that did not), which "
         "kept it behind. The fast path's exchanges are now cut by their protocol's "
-        "`connection_lost`, with no task: 159 us per request and 7,000 to 7,400 req/s in "
-        "the rounds above, against 178 us and 6,500 req/s in the session's runs before. "
+        "`connection_lost`, with no task: 159 us per request and 7,000 to 7,400 req/s, "
+        "against 178 us and 6,500 req/s in the session's runs before; compiled with mypyc "
+        "(router/native.py, the rounds above), 110 to 132 us and 8,000 to 8,700 req/s, "
+        "the p99 added about 220 to 300 ms instead of about 600. "
         "It is still CPU-bound: 2,000 clients ask for 10,000 req/s, which at 110 to 160 us "
         "per request needs 1.1 to 1.6 of the box's 2 cores, shared with wrk (2 threads) and "
         "the origin (35 to 40% of a core). Every request stayed on the fast path (`py-spy`: "
@@ -62,8 +71,8 @@ def big_note(rows: list[Round]) -> str:
 def post_note(rows: list[Round]) -> str:
     return (cpu_sentence(rows, "us_per_req", "us", "request") + " A 16 KB body with a "
             "Content-Length stays on the router's own protocol: it is held whole, then sent "
-            "with the head in one write (router/fast_protocol.py, bodies up to 64 KiB); "
-            "its profile is under the cases.")
+            "with the head in one write (router/fast_protocol.py, bodies up to 64 KiB, "
+            "compiled with mypyc: router/native.py); its profile is under the cases.")
 
 
 def idle_note(rows: list[Round]) -> str:

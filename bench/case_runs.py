@@ -92,7 +92,9 @@ def shared_configuration() -> str:
             ws_port="<ws origin>", forward="(X-Forwarded-* as bench/proxy_bench.py)")),
         ("upstream `http` body", "nginx", UPSTREAM.format(
             port="<upstream>", big="<1 MiB file>", payload="<1,024 bytes>")),
-        ("router: `router.cli.serve(load_settings())` after seeding the apps bench and fast "
+        ("router: `router.cli.serve(load_settings())`, its fast path compiled with mypyc "
+         "by scripts/install.sh (router/native.py; in every case's runs from 2026-11-26 "
+         "05:00 UTC on), after seeding the apps bench and fast "
          "(-> upstream), slow (-> slow origin), ws (-> echo origin), with base, portal, "
          "console and docs URLs `http://<name>.localhost:<port>`", "sh", router_env_line()),
     ]
