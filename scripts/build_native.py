@@ -57,11 +57,12 @@ follow_imports = normal
 
 
 def compiler_version() -> str:
-    """mypyc's version and its settings: a change to either is a new build."""
-    import mypy.version
+    """mypyc's version, its settings and uvicorn's version (the one library the build
+    reads the types of): a change to any is a new build."""
+    from importlib.metadata import version
 
     flags = hashlib.sha256(CONFIG.encode()).hexdigest()[:12]
-    return f"mypyc-{mypy.version.__version__}-{flags}"
+    return f"mypyc-{version('mypy')}-{flags}-uvicorn-{version('uvicorn')}"
 
 
 def main() -> int:
