@@ -45,7 +45,8 @@ if [ -f contracts/package-lock.json ]; then
   fi
 fi
 
-# Compiled only when the modules' sources (or mypyc, or Python) changed since the last build;
+# Compiled only when what the last build was made from changed (its stamp: the sources,
+# mypyc and its settings, uvicorn, Python);
 # scripts/test.sh passes --no-native and builds beside its type check instead.
 if [ "${1:-}" != "--no-native" ]; then
   .venv/bin/python scripts/build_native.py
