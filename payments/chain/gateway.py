@@ -24,6 +24,11 @@ class ChainUnavailable(ChainError):
     """The node could not be reached or answered nonsense; try again later."""
 
 
+class NonceTaken(ChainError):
+    """The node refused a transaction because another one holds its nonce (pending in the
+    pool, or mined): this one was not accepted and, as signed, never will be."""
+
+
 class ChainRevert(ChainError):
     """A call or transaction reverted; ``info`` is the decoded error, whatever the backend."""
 
@@ -132,7 +137,8 @@ class ChainGateway(Protocol):
         ...
 
     def broadcast(self, tx: SignedTx) -> None:
-        """Sends a signed transaction; a copy the node already knows is not an error."""
+        """Sends a signed transaction; a copy the node already knows (pooled or mined) is not
+        an error. Raises :class:`NonceTaken` when another transaction holds its nonce."""
         ...
 
     def receipt(self, tx_hash: str) -> Receipt | None: ...

@@ -1,15 +1,16 @@
 """What became of a transaction we signed and wrote down: the crash-recovery decision.
 
 Pure over the chain's answers (no database): a confirmed receipt decides; a nonce that
-confirmed blocks show consumed without our receipt means it never will be mined; anything
-else is sent again, byte for byte (same nonce, same hash), and given a moment to land.
+confirmed blocks show consumed without our receipt, or that the node says another transaction
+holds, means it never will be mined; anything else is sent again, byte for byte (same nonce,
+same hash), and given a moment to land.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from payments.chain.gateway import ChainGateway, ChainUnavailable, Receipt, SignedTx
+from payments.chain.gateway import ChainGateway, ChainUnavailable, NonceTaken, Receipt, SignedTx
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,8 @@ def resolve(chain: ChainGateway, tx: SignedTx, wait: float) -> Outcome:
         return Mined(late) if late.confirmations >= chain.confirmations else Waiting()
     try:
         chain.broadcast(tx)
+    except NonceTaken:  # held by another transaction in the pool (or one mined since)
+        return Dropped()
     except ChainUnavailable:
         return Waiting()
     found = chain.wait_receipt(tx.tx_hash, wait)

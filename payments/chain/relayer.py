@@ -21,6 +21,7 @@ from payments.chain.checkpoints import Checkpoint, no_checkpoint
 from payments.chain.gateway import (
     ChainGateway,
     ChainRevert,
+    NonceTaken,
     Receipt,
     SignedTx,
     describe_revert,
@@ -92,15 +93,24 @@ class Relayer:
                 ChainTransaction.status == TxStatus.PENDING).order_by(ChainTransaction.id)).all()
         done = 0
         for tx in open_txs:
-            outcome = resolve(self._chain, signed_tx(tx), wait=min(self._timeout, 5.0))
+            signed = signed_tx(tx)
+            outcome = resolve(self._chain, signed, wait=min(self._timeout, 5.0))
             if isinstance(outcome, Mined):
                 done += self._apply(tx.id, outcome.receipt)
             elif isinstance(outcome, Dropped):
-                with transaction(self._sessions) as session:
-                    row = session.get(ChainTransaction, tx.id, with_for_update=True)
-                    if row is not None and row.status == TxStatus.PENDING:
-                        row.status, row.resolved_at = TxStatus.DROPPED, self._clock()
+                self._drop(signed.tx_hash)
         return done
+
+    def _drop(self, tx_hash: str) -> None:
+        """Its nonce went to another transaction; the permit stays pending, to be sent again."""
+        with transaction(self._sessions) as session:
+            row = session.scalar(select(ChainTransaction).where(
+                ChainTransaction.tx_hash == tx_hash).with_for_update())
+            if row is None or row.status != TxStatus.PENDING:
+                return
+            row.status, row.resolved_at = TxStatus.DROPPED, self._clock()
+        log.warning("relay transaction %s was dropped (nonce reused); it is signed again",
+                    tx_hash)
 
     def _pending(self, kind: TxKind) -> list[_Job]:
         in_flight = exists().where(and_(ChainTransaction.authorization_id == Authorization.id,
@@ -134,7 +144,12 @@ class Relayer:
             self._chain.release_nonces()
             return 0
         self._checkpoint("recorded")
-        self._chain.broadcast(signed)
+        try:
+            self._chain.broadcast(signed)
+        except NonceTaken:  # another sender on our key used the nonce: sign it again
+            self._chain.release_nonces()
+            self._drop(signed.tx_hash)
+            return 0
         self._checkpoint("broadcast")
         receipt = self._chain.wait_receipt(signed.tx_hash, self._timeout)
         if receipt is None:

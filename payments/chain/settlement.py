@@ -36,6 +36,7 @@ from payments.chain.gateway import (
     ChainGateway,
     ChainRevert,
     ChargeSettledLog,
+    NonceTaken,
     Receipt,
     SignedTx,
     describe_revert,
@@ -177,7 +178,15 @@ class SettlementWorker:
             return claim.batch_id
         assert signed is not None
         self._checkpoint("recorded")
-        self._chain.broadcast(signed)
+        try:
+            self._chain.broadcast(signed)
+        except NonceTaken:
+            # Another sender on our key (a second worker, by mistake) used the nonce: this
+            # transaction can never be mined, so its charges go back to the queue now
+            # rather than after a receipt timeout, and the next nonce is asked of the node.
+            self._chain.release_nonces()
+            self._drop(claim.batch_id, signed.tx_hash)
+            return claim.batch_id
         self._checkpoint("broadcast")
         receipt = self._chain.wait_receipt(signed.tx_hash, self._policy.receipt_timeout)
         self._checkpoint("receipt")

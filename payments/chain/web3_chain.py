@@ -30,6 +30,7 @@ from payments.chain.gateway import (
     ChainRevert,
     ChainUnavailable,
     ChargeSettledLog,
+    NonceTaken,
     PairPlan,
     Readiness,
     Receipt,
@@ -42,8 +43,10 @@ from payments.chain.params import ChainParams
 PERMIT_GAS = 150_000
 OWNER_TX_GAS = 200_000
 DEFAULT_PRIORITY_FEE = 1_000_000_000  # 1 gwei, when the node cannot suggest one
-_ALREADY_SENT = ("already known", "known transaction", "nonce too low",
-                 "invalid transaction nonce", "already imported", "replacement transaction")
+_ALREADY_SENT = ("already known", "known transaction", "already imported")
+# The nonce is held by some transaction: ours (mined, or a node that does not say "known")
+# or another one, e.g. a second worker's on the same key. Only the hash tells which.
+_NONCE_HELD = ("nonce too low", "invalid transaction nonce", "replacement transaction")
 
 _NONCE_GAP = re.compile(r"expected (\d+), but got (\d+)")
 
@@ -114,7 +117,20 @@ class Web3Chain:
                 raise ChainUnavailable(f"nonce gap: the chain expects {gap.group(1)}") from None
             if any(marker in message for marker in _ALREADY_SENT):
                 return  # the node has it (or mined it); the receipt will tell
+            if any(marker in message for marker in _NONCE_HELD):
+                if self._knows(tx.tx_hash):
+                    return
+                raise NonceTaken(f"nonce {tx.nonce} is held by another transaction") from None
             raise self._unavailable(exc) from None
+
+    def _knows(self, tx_hash: str) -> bool:
+        def read() -> bool:
+            try:
+                self._w3.eth.get_transaction(tx_hash)  # type: ignore[arg-type]
+            except TransactionNotFound:
+                return False
+            return True
+        return self._read(read)
 
     def receipt(self, tx_hash: str) -> Receipt | None:
         def read() -> Receipt | None:

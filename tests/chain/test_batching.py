@@ -16,7 +16,7 @@ from payments.chain.batching import (
     should_flush,
 )
 from payments.chain.contracts import RevertInfo, charge_id, revert_info
-from payments.chain.gateway import Receipt, SignedTx
+from payments.chain.gateway import ChainError, ChainUnavailable, NonceTaken, Receipt, SignedTx
 from payments.chain.journal import Dropped, Mined, Waiting, resolve
 
 A, B = "0x" + "aa" * 20, "0x" + "bb" * 20
@@ -76,8 +76,10 @@ class _Chain:
 
     confirmations = 2
 
-    def __init__(self, receipt: Receipt | None, mined: int) -> None:
+    def __init__(self, receipt: Receipt | None, mined: int,
+                 refusal: ChainError | None = None) -> None:
         self._receipt, self._mined, self.sent = receipt, mined, 0
+        self._refusal = refusal
 
     def receipt(self, tx_hash: str) -> Receipt | None:
         return self._receipt
@@ -87,6 +89,8 @@ class _Chain:
 
     def broadcast(self, tx: SignedTx) -> None:
         self.sent += 1
+        if self._refusal is not None:
+            raise self._refusal
 
     def wait_receipt(self, tx_hash: str, timeout: float) -> Receipt | None:
         return None
@@ -102,3 +106,9 @@ def test_resolution_of_a_recorded_transaction() -> None:
     unsent = _Chain(None, 7)
     assert isinstance(resolve(unsent, tx, 0), Waiting)  # type: ignore[arg-type]
     assert unsent.sent == 1  # the same bytes, sent again
+    # The node holds another transaction under the nonce (its pool, not yet mined): ours
+    # can never be mined. A node that cannot be reached decides nothing.
+    taken = _Chain(None, 7, NonceTaken("nonce 7 is held by another transaction"))
+    assert isinstance(resolve(taken, tx, 0), Dropped)  # type: ignore[arg-type]
+    down = _Chain(None, 7, ChainUnavailable("timeout"))
+    assert isinstance(resolve(down, tx, 0), Waiting)  # type: ignore[arg-type]

@@ -10,11 +10,17 @@ from datetime import timedelta
 from sqlalchemy import select
 
 from payments.chain.batching import BatchPolicy
-from payments.chain.models import ChainTransaction, TxKind, TxStatus
+from payments.chain.in_process import RELAYER_KEY
+from payments.chain.models import ChainTransaction, ChargeRetry, TxKind, TxStatus
 from payments.chain.relayer import Relayer
 from payments.chain.settlement import SettlementWorker
-from payments.ledger.models import AuthorizationStatus, RelayStatus, SettlementStatus
-from tests.chain.world import World, wallet
+from payments.ledger.models import (
+    AuthorizationStatus,
+    RelayStatus,
+    SettlementBatch,
+    SettlementStatus,
+)
+from tests.chain.world import World, recipient, wallet
 
 
 def test_two_workers_with_their_own_keys_share_the_queue(pg_world: World) -> None:
@@ -110,3 +116,66 @@ def test_two_relayers_racing_for_one_permit_send_it_once(any_world: World) -> No
             ChainTransaction.authorization_id == authorization_id)).all()
     assert sent == [TxStatus.CONFIRMED]
     assert world.chain.allowance(user.address) == 1_000_000
+
+
+def _txs(world: World, kind: TxKind) -> list[tuple[TxStatus, int | None]]:
+    with world.sessions() as session:
+        return [(tx.status, tx.nonce) for tx in session.scalars(
+            select(ChainTransaction).where(ChainTransaction.kind == kind)
+            .order_by(ChainTransaction.id))]
+
+
+def test_two_workers_on_one_key_lose_a_nonce_race_without_waiting_or_doubling(
+        any_world: World) -> None:
+    """Two chain workers started with one relayer key (the mistake docs/deploy.md warns of):
+    each remembers its next nonce, so one signs a nonce the other has used. The node refuses
+    it; that transaction can never be mined, so its batch is dropped on the spot, its charges
+    queued again unblamed, and the worker asks the node for its next nonce. (Before, it was
+    taken for "already sent": the worker waited out its receipt timeout, and with a pool
+    holding the other's transaction, kept its charges claimed until that one was mined.)"""
+    world = any_world
+    twin = world.evm.with_relayer(RELAYER_KEY)  # the same key, its own memory of nonces
+    assert twin.relayer == world.chain.relayer
+    policy = BatchPolicy(max_age=timedelta(0), unsent_grace=timedelta(hours=1),
+                         receipt_timeout=2.0)
+    relayer_a, relayer_b = world.relayer(), Relayer(world.sessions, twin, receipt_timeout=2.0)
+    worker_b = SettlementWorker(world.sessions, twin, policy=policy)
+    users = [wallet(i) for i in range(3)]
+
+    world.authorize(users[0])
+    assert relayer_b.run_once() == 1  # B's next nonce is now remembered as k + 1
+    world.authorize(users[1])
+    assert relayer_a.run_once() == 1  # A asks the node: k + 1, mined
+    first = [world.charge(users[0]), world.charge(users[1])]
+
+    report = worker_b.run_once(max_batches=1)  # B signs k + 1 again
+
+    assert len(report.batches) == 1 and report.settled == report.failed == 0
+    with world.sessions() as session:
+        batch = session.get(SettlementBatch, report.batches[0])
+        assert batch is not None and batch.status == SettlementStatus.FAILED
+        assert session.scalars(select(ChargeRetry).where(ChargeRetry.charge_seq.in_(first))
+                               ).all() == []  # nobody blamed
+    taken = _txs(world, TxKind.PERMIT)[1][1]
+    assert taken is not None
+    assert _txs(world, TxKind.CHARGE_BATCH) == [(TxStatus.DROPPED, taken)]
+    assert world.statuses() == dict.fromkeys(first, SettlementStatus.QUEUED)
+
+    report = worker_b.run_once(max_batches=1)  # the node's count this time: k + 2
+    assert report.settled == 2
+    assert _txs(world, TxKind.CHARGE_BATCH)[1] == (TxStatus.CONFIRMED, taken + 1)
+
+    # The relayer the same way: A remembers k + 2, which B's batch used.
+    third = world.authorize(users[2])
+    assert relayer_a.run_once() == 0
+    assert world.authorization(third).relay_status == RelayStatus.PENDING
+    assert _txs(world, TxKind.PERMIT)[2] == (TxStatus.DROPPED, taken + 1)
+    assert relayer_a.run_once() == 1
+    assert _txs(world, TxKind.PERMIT)[3] == (TxStatus.CONFIRMED, taken + 2)
+    assert world.authorization(third).relay_status == RelayStatus.RELAYED
+
+    assert world.statuses() == dict.fromkeys(first, SettlementStatus.SETTLED)
+    logs = world.chain.charge_settled_logs(0, world.chain.block_number())
+    assert Counter(int.from_bytes(lg.charge_id, "big") for lg in logs) == dict.fromkeys(first, 1)
+    assert world.events("payment.settled") == dict.fromkeys(first, 1)
+    assert world.balance(recipient(0)) == sum(c.amount_atomic for c in world.charges().values())

@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from eth_account import Account
 from sqlalchemy import select
 from web3 import HTTPProvider, Web3
+from web3.types import RPCEndpoint
 
 from ops.cli import main as svc_ops
+from payments.chain.batching import BatchPolicy
 from payments.chain.json_rpc import JsonRpcChain
-from payments.chain.models import ChargeRetry
+from payments.chain.models import ChainTransaction, ChargeRetry, TxStatus
 from payments.chain.reconcile import Reconciler
+from payments.chain.settlement import SettlementWorker
 from payments.db import make_engine, make_sessionmaker
-from payments.ledger.models import DeliveryStatus, RelayStatus, SettlementStatus
+from payments.ledger.models import (
+    Charge,
+    DeliveryStatus,
+    RelayStatus,
+    SettlementBatch,
+    SettlementStatus,
+)
 from payments.models import AllowlistStatus, App
 from payments.runtime.models import OperatorAction
 from tests.chain.hardhat import OWNER_KEY, RELAYER_KEY, HardhatNode, hardhat_node
@@ -170,3 +181,66 @@ def test_allowlist_refuses_a_bad_operator_before_sending(
     assert eth.get_transaction_count(owner) == nonce  # nothing sent
     assert world.chain.allowed_recipient(recipient(0))
     assert allowlist_actions(world) == before
+
+
+def test_a_nonce_held_in_the_pool_by_a_twin_worker_drops_the_batch_at_once(
+        rpc_world: World, node: HardhatNode) -> None:
+    """Two workers on one key against a real node whose pool holds one's transaction (mining
+    paused): the other signs the same nonce, the node answers "replacement transaction
+    underpriced", and its batch is dropped and queued again at once, not taken for sent
+    (which held its charges until the pool's transaction was mined: the deploy fault test's
+    two-workers stage waited on that)."""
+    world = rpc_world
+    policy = BatchPolicy(max_age=timedelta(0), unsent_grace=timedelta(hours=1),
+                         receipt_timeout=0.5)
+    twin = JsonRpcChain.connect(node.url, node.params, RELAYER_KEY, confirmations=1,
+                                poll_interval=0.05)
+    worker_b = SettlementWorker(world.sessions, twin, policy=policy)
+    users = [wallet(20), wallet(21)]
+    for user in users:
+        world.authorize(user)
+    world.relayer().run_once()
+    eth = Web3(HTTPProvider(node.url)).eth
+
+    def automine(on: bool) -> None:
+        eth.w3.provider.make_request(RPCEndpoint("evm_setAutomine"), [on])
+        if on:
+            eth.w3.provider.make_request(RPCEndpoint("evm_mine"), [])
+
+    seqs = [world.charge(users[0])]
+    assert worker_b.run_once(max_batches=1).settled == 1  # B remembers k + 1
+    pooled: list[str] = []
+    try:
+        automine(False)
+        seqs.append(world.charge(users[1]))
+        worker_a = SettlementWorker(world.sessions, world.chain, policy=policy)  # asks the node
+        held = worker_a.run_once(max_batches=1).batches  # A: k + 1, waiting in the pool
+        seqs.append(world.charge(users[0]))
+        report = worker_b.run_once(max_batches=1)  # B: k + 1 again
+
+        with world.sessions() as session:
+            batch = session.get(SettlementBatch, report.batches[0])
+            assert batch is not None and batch.status == SettlementStatus.FAILED
+            dropped = session.scalars(select(ChainTransaction).where(
+                ChainTransaction.batch_id == report.batches[0])).one()
+        assert dropped.status == TxStatus.DROPPED and dropped.nonce is not None
+        relayer = Account.from_key(RELAYER_KEY).address
+        assert world.statuses()[seqs[2]] == S.QUEUED
+        assert eth.get_transaction_count(relayer, "pending") == dropped.nonce + 1
+
+        again = worker_b.run_once(max_batches=1).batches  # asks the node: k + 2, pooled
+        assert eth.get_transaction_count(relayer, "pending") == dropped.nonce + 2
+        pooled = held + again
+        assert {world.statuses()[seq] for seq in seqs[1:]} == {S.SETTLING}
+    finally:
+        automine(True)
+    for worker in (worker_a, worker_b):
+        worker.run_once()
+    assert {seq: world.statuses()[seq] for seq in seqs} == dict.fromkeys(seqs, S.SETTLED)
+    with world.sessions() as session:
+        settled_by = {seq: session.scalar(select(Charge.batch_id).where(Charge.seq == seq))
+                      for seq in seqs[1:]}
+    assert set(settled_by.values()) == set(pooled)
+    logs = world.chain.charge_settled_logs(0, world.chain.block_number())
+    on_chain = Counter(int.from_bytes(lg.charge_id, "big") for lg in logs)
+    assert {seq: on_chain[seq] for seq in seqs} == dict.fromkeys(seqs, 1)
