@@ -11,6 +11,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -108,9 +109,24 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[PORTS_ENV] = f"{start}-{start + size}"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        module = getattr(item, "module", None)
-        name = module.__name__ if module is not None else ""
-        if name.startswith(_ONE_WORKER):
-            item.add_marker(pytest.mark.xdist_group(name))
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``, with a group per module of ``_ONE_WORKER``. Not through
+    ``xdist_group`` markers: pytest-xdist 3.8 groups them by rewriting ``item._nodeid``,
+    which pytest 9.2 no longer reads (its node ids are ``item._id``), so the markers were
+    silently ignored and those modules' tests spread over both workers, each starting its
+    own cluster (tests/unit/test_xdist_groups.py checks the grouping)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling  # type: ignore[import-untyped]
+
+    class ModuleGroups(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return one_worker_group(nodeid) or super()._split_scope(nodeid)
+
+    return ModuleGroups(config, log)
+
+
+def one_worker_group(nodeid: str) -> str | None:
+    """The group of a test that must share its module's worker, else None."""
+    module = nodeid.split("::", 1)[0].removesuffix(".py").replace("/", ".")
+    return module if module.startswith(_ONE_WORKER) else None
