@@ -31,6 +31,9 @@ class BatchPolicy:
         timedelta(minutes=1), timedelta(minutes=5), timedelta(minutes=30), timedelta(hours=2),
         timedelta(hours=6), timedelta(hours=12))
     receipt_timeout: float = 120.0
+    # A batch's transaction still unmined after this long, when a new transaction would be
+    # given a higher fee cap (the base fee rose), is signed again with higher fees.
+    replace_after: timedelta = timedelta(minutes=3)
     # A batch recorded without a transaction hash for this long lost its worker.
     unsent_grace: timedelta = timedelta(minutes=2)
 

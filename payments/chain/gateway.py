@@ -141,6 +141,12 @@ class ChainGateway(Protocol):
         an error. Raises :class:`NonceTaken` when another transaction holds its nonce."""
         ...
 
+    def replacement(self, tx: SignedTx) -> SignedTx | None:
+        """``tx`` (same nonce, call and gas) signed again with fees the chain asks now and at
+        least an eighth above its own, so a node replaces it in its pool; None while its own
+        fees are still those a new transaction would get."""
+        ...
+
     def receipt(self, tx_hash: str) -> Receipt | None: ...
 
     def wait_receipt(self, tx_hash: str, timeout: float) -> Receipt | None:

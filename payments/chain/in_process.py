@@ -87,6 +87,14 @@ class InProcessChain(Web3Chain):
                 "from": IN_PROCESS_DEPLOYER, "to": to_checksum_address(address),
                 "value": wei, "gas": 21_000})
 
+    def set_automine(self, on: bool) -> None:
+        """Off: sent transactions wait unmined (a node's pool) until it is turned on again."""
+        with self._lock:
+            if on:
+                self._tester.enable_auto_mine_transactions()
+            else:
+                self._tester.disable_auto_mine_transactions()
+
     def mine(self, blocks: int = 1) -> None:
         with self._lock:
             self._tester.mine_blocks(blocks)

@@ -14,6 +14,7 @@ each); SQLite ignores it and takes its write lock at BEGIN, so run one worker th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from payments.chain.gateway import (
     SignedTx,
     describe_revert,
 )
-from payments.chain.journal import Dropped, Mined, resolve
+from payments.chain.journal import Dropped, Mined, resolve_replaced
 from payments.chain.models import ChainTransaction, ChargeRetry, FindingKind, TxKind, TxStatus
 from payments.chain.settlement_states import (
     fail_charges,
@@ -111,19 +112,49 @@ class SettlementWorker:
                 .outerjoin(ChainTransaction, (ChainTransaction.batch_id == SettlementBatch.id)
                            & (ChainTransaction.status == TxStatus.PENDING))
                 .where(SettlementBatch.status == SettlementStatus.SETTLING)
-                .order_by(SettlementBatch.created_at)).all()
-        now = self._clock()
+                .order_by(SettlementBatch.created_at, ChainTransaction.id)).all()
+        # A batch's pending transactions: one, or one and its replacements (same nonce).
+        open_batches: dict[str, tuple[datetime, list[ChainTransaction]]] = {}
         for batch_id, created_at, tx in rows:
-            if tx is None:
+            sent = open_batches.setdefault(batch_id, (created_at, []))[1]
+            if tx is not None:
+                sent.append(tx)
+        now = self._clock()
+        for batch_id, (created_at, sent) in open_batches.items():
+            if not sent:
                 if now - created_at >= self._policy.unsent_grace:
                     self._release_unsent(batch_id)
                 continue
-            signed = signed_tx(tx)
-            outcome = resolve(self._chain, signed, wait=min(self._policy.receipt_timeout, 5.0))
+            signed = [signed_tx(tx) for tx in sent]
+            outcome = resolve_replaced(self._chain, signed,
+                                       wait=min(self._policy.receipt_timeout, 5.0))
             if isinstance(outcome, Mined):
                 self._apply(batch_id, outcome.receipt, report)
             elif isinstance(outcome, Dropped):
-                self._drop(batch_id, signed.tx_hash)
+                self._drop(batch_id)
+            elif (not outcome.mined and signed[-1].sender.lower() == self._chain.relayer.lower()
+                  and now - sent[-1].created_at >= self._policy.replace_after):
+                self._replace(batch_id, signed[-1])  # only our own key can sign it again
+
+    def _replace(self, batch_id: str, latest: SignedTx) -> None:
+        """Sign the batch's transaction again with the fees the chain asks now (its base fee
+        rose past what the old one offers), recorded before it is sent like the first."""
+        replacement = self._chain.replacement(latest)
+        if replacement is None:
+            return
+        with transaction(self._sessions) as session:
+            batch = self._lock_open(session, batch_id)
+            if batch is None or batch.tx_hash != latest.tx_hash:
+                return  # resolved, or replaced by another worker, meanwhile
+            batch.tx_hash = replacement.tx_hash
+            session.add(ChainTransaction(
+                kind=TxKind.CHARGE_BATCH, status=TxStatus.PENDING, sender=replacement.sender,
+                nonce=replacement.nonce, tx_hash=replacement.tx_hash, raw=replacement.raw,
+                batch_id=batch_id, created_at=self._clock()))
+        log.warning("settlement batch %s: transaction %s not mined; sent again as %s with "
+                    "higher fees", batch_id, latest.tx_hash, replacement.tx_hash)
+        with contextlib.suppress(ChainError):  # the next cycle resolves it either way
+            self._chain.broadcast(replacement)
 
     def _release_unsent(self, batch_id: str) -> None:
         """Its worker died before recording a transaction: nothing was sent; requeue."""
@@ -136,13 +167,13 @@ class SettlementWorker:
         log.warning("settlement batch %s was never sent; its charges are queued again",
                     batch_id)
 
-    def _drop(self, batch_id: str, tx_hash: str) -> None:
+    def _drop(self, batch_id: str) -> None:
         """Its nonce went to another transaction: it can never settle; requeue unblamed."""
         with transaction(self._sessions) as session:
             batch = self._lock_open(session, batch_id)
             if batch is None:
                 return
-            self._finish_tx(session, tx_hash, TxStatus.DROPPED, None, "nonce used by another tx")
+            self._drop_pending(session, batch_id, "nonce used by another tx")
             release_charges(session, self._settling(session, batch_id))
             batch.status = SettlementStatus.FAILED
         log.warning("settlement batch %s was dropped (nonce reused); charges requeued", batch_id)
@@ -185,7 +216,7 @@ class SettlementWorker:
             # transaction can never be mined, so its charges go back to the queue now
             # rather than after a receipt timeout, and the next nonce is asked of the node.
             self._chain.release_nonces()
-            self._drop(claim.batch_id, signed.tx_hash)
+            self._drop(claim.batch_id)
             return claim.batch_id
         self._checkpoint("broadcast")
         receipt = self._chain.wait_receipt(signed.tx_hash, self._policy.receipt_timeout)
@@ -331,9 +362,11 @@ class SettlementWorker:
                 fail_charges(session, charges, reason, now, self._policy)
                 batch.status = SettlementStatus.FAILED
                 report.failed += len(charges)
+            batch.tx_hash = receipt.tx_hash  # the one mined, if it was replaced
             self._finish_tx(session, receipt.tx_hash,
                             TxStatus.CONFIRMED if reason is None else TxStatus.REVERTED,
                             receipt.block_number, reason)
+            self._drop_pending(session, batch_id, f"replaced; {receipt.tx_hash} was mined")
             self._checkpoint("applying")  # inside the transaction: a crash rolls it back
         self._checkpoint("applied")
 
@@ -349,6 +382,12 @@ class SettlementWorker:
         return session.scalars(select(Charge).where(
             Charge.batch_id == batch_id, Charge.settlement_status == SettlementStatus.SETTLING)
             .order_by(Charge.seq).with_for_update()).all()
+
+    def _drop_pending(self, session: Session, batch_id: str, why: str) -> None:
+        for tx in session.scalars(select(ChainTransaction).where(
+                ChainTransaction.batch_id == batch_id,
+                ChainTransaction.status == TxStatus.PENDING).with_for_update()):
+            tx.status, tx.resolved_at, tx.error = TxStatus.DROPPED, self._clock(), why[:300]
 
     def _finish_tx(self, session: Session, tx_hash: str, status: TxStatus,
                    block: int | None, error: str | None) -> None:

@@ -15,9 +15,11 @@ from typing import Any, TypeVar
 
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from eth_account.typed_transactions.typed_transaction import TypedTransaction
 from eth_tester.exceptions import TransactionFailed  # type: ignore[import-untyped]
 from eth_typing import HexStr
 from eth_utils.address import to_checksum_address
+from hexbytes import HexBytes
 from web3 import Web3
 from web3.contract import Contract
 from web3.contract.contract import ContractFunction
@@ -122,6 +124,25 @@ class Web3Chain:
                     return
                 raise NonceTaken(f"nonce {tx.nonce} is held by another transaction") from None
             raise self._unavailable(exc) from None
+
+    def replacement(self, tx: SignedTx) -> SignedTx | None:
+        old = TypedTransaction.from_bytes(HexBytes(tx.raw)).as_dict()
+        if old.get("type") != 2 or tx.sender.lower() != self.relayer.lower():
+            raise ValueError("only the relayer's own EIP-1559 transactions are replaced")
+        max_fee, priority = self._read(self._fees)
+        if max_fee <= old["maxFeePerGas"]:
+            return None
+        # Nodes replace a pooled transaction only for a higher tip and fee cap, by 10% (geth)
+        # or more: an eighth above the old, or what a new transaction would get if higher.
+        priority = max(priority, old["maxPriorityFeePerGas"] * 9 // 8 + 1)
+        max_fee = max(max_fee, old["maxFeePerGas"] * 9 // 8 + 1, priority)
+        fresh: dict[str, Any] = {
+            "type": 2, "chainId": self._params.chain_id, "nonce": tx.nonce,
+            "to": to_checksum_address(old["to"]), "data": old["data"], "value": old["value"],
+            "gas": old["gas"], "maxFeePerGas": max_fee, "maxPriorityFeePerGas": priority}
+        signed = self._account.sign_transaction(fresh)
+        return SignedTx(sender=tx.sender, nonce=tx.nonce, tx_hash=hex32(signed.hash),
+                        raw=hex32(signed.raw_transaction))
 
     def _knows(self, tx_hash: str) -> bool:
         def read() -> bool:

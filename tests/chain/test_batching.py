@@ -17,7 +17,7 @@ from payments.chain.batching import (
 )
 from payments.chain.contracts import RevertInfo, charge_id, revert_info
 from payments.chain.gateway import ChainError, ChainUnavailable, NonceTaken, Receipt, SignedTx
-from payments.chain.journal import Dropped, Mined, Waiting, resolve
+from payments.chain.journal import Dropped, Mined, Waiting, resolve, resolve_replaced
 
 A, B = "0x" + "aa" * 20, "0x" + "bb" * 20
 R1, R2 = "0x" + "11" * 20, "0x" + "22" * 20
@@ -101,7 +101,7 @@ def test_resolution_of_a_recorded_transaction() -> None:
     mined = Receipt(tx.tx_hash, 1, 10, 2, 50_000)
     assert isinstance(resolve(_Chain(mined, 8), tx, 0), Mined)  # type: ignore[arg-type]
     young = Receipt(tx.tx_hash, 1, 10, 1, 50_000)
-    assert isinstance(resolve(_Chain(young, 8), tx, 0), Waiting)  # type: ignore[arg-type]
+    assert resolve(_Chain(young, 8), tx, 0) == Waiting(mined=True)  # type: ignore[arg-type]
     assert isinstance(resolve(_Chain(None, 8), tx, 0), Dropped)  # type: ignore[arg-type]
     unsent = _Chain(None, 7)
     assert isinstance(resolve(unsent, tx, 0), Waiting)  # type: ignore[arg-type]
@@ -112,3 +112,40 @@ def test_resolution_of_a_recorded_transaction() -> None:
     assert isinstance(resolve(taken, tx, 0), Dropped)  # type: ignore[arg-type]
     down = _Chain(None, 7, ChainUnavailable("timeout"))
     assert isinstance(resolve(down, tx, 0), Waiting)  # type: ignore[arg-type]
+
+
+class _Pool(_Chain):
+    """Receipts by hash, for a nonce signed more than once."""
+
+    def __init__(self, receipts: dict[str, Receipt], mined: int,
+                 refusal: ChainError | None = None) -> None:
+        super().__init__(None, mined, refusal)
+        self._receipts = receipts
+        self.sent_hashes: list[str] = []
+
+    def receipt(self, tx_hash: str) -> Receipt | None:
+        return self._receipts.get(tx_hash)
+
+    def broadcast(self, tx: SignedTx) -> None:
+        self.sent_hashes.append(tx.tx_hash)
+        super().broadcast(tx)
+
+
+def test_resolution_of_a_replaced_transaction() -> None:
+    first = SignedTx(A, 7, "0x" + "01" * 32, "0x02")
+    second = SignedTx(A, 7, "0x" + "03" * 32, "0x04")
+    both = [first, second]
+    mined_first = Receipt(first.tx_hash, 1, 10, 2, 50_000)
+    outcome = resolve_replaced(_Pool({first.tx_hash: mined_first}, 8), both, 0)  # type: ignore[arg-type]
+    assert isinstance(outcome, Mined) and outcome.receipt.tx_hash == first.tx_hash
+    assert isinstance(resolve_replaced(_Pool({}, 8), both, 0), Dropped)  # type: ignore[arg-type]
+    pending = _Pool({}, 7)
+    assert resolve_replaced(pending, both, 0) == Waiting(mined=False)  # type: ignore[arg-type]
+    young = Receipt(first.tx_hash, 1, 10, 1, 50_000)  # mined, not yet confirmed: no replacing
+    confirming = _Pool({first.tx_hash: young}, 7)
+    assert resolve_replaced(confirming, both, 0) == Waiting(mined=True)  # type: ignore[arg-type]
+    assert pending.sent_hashes == [second.tx_hash]  # the newest is the one sent again
+    # The node says another transaction holds the nonce: it may be our older one, so only a
+    # mined nonce decides.
+    held = _Pool({}, 7, NonceTaken("nonce 7 is held by another transaction"))
+    assert isinstance(resolve_replaced(held, both, 0), Waiting)  # type: ignore[arg-type]

@@ -179,3 +179,29 @@ def test_two_workers_on_one_key_lose_a_nonce_race_without_waiting_or_doubling(
     assert Counter(int.from_bytes(lg.charge_id, "big") for lg in logs) == dict.fromkeys(first, 1)
     assert world.events("payment.settled") == dict.fromkeys(first, 1)
     assert world.balance(recipient(0)) == sum(c.amount_atomic for c in world.charges().values())
+
+
+def test_a_worker_never_signs_again_another_keys_pending_batch(pg_world: World) -> None:
+    """Fee replacement (docs/chain.md) is for a worker's own transactions: another key's
+    pending batch is resolved and sent again as it is, never re-signed (it cannot be)."""
+    world = pg_world
+    user = wallet(0)
+    world.authorize(user)
+    world.relayer().run_once()
+    other = world.evm.with_relayer((3000).to_bytes(32, "big"))
+    eager = BatchPolicy(max_age=timedelta(0), unsent_grace=timedelta(hours=1),
+                        receipt_timeout=0.2, replace_after=timedelta(0))
+    seqs = [world.charge(user)]
+    world.evm.set_automine(False)
+    try:
+        (batch_id,) = SettlementWorker(world.sessions, other, policy=eager).run_once().batches
+        report = SettlementWorker(world.sessions, world.chain, policy=eager).run_once()
+        assert report.batches == [] and report.settled == 0
+        with world.sessions() as session:
+            sent = session.scalars(select(ChainTransaction).where(
+                ChainTransaction.batch_id == batch_id)).all()
+        assert [(tx.status, tx.sender) for tx in sent] == [(TxStatus.PENDING, other.relayer)]
+    finally:
+        world.evm.set_automine(True)
+    SettlementWorker(world.sessions, world.chain, policy=eager).run_once()
+    assert world.statuses() == dict.fromkeys(seqs, SettlementStatus.SETTLED)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from eth_account import Account
+from eth_typing import HexStr
 from sqlalchemy import select
 from web3 import HTTPProvider, Web3
 from web3.types import RPCEndpoint
@@ -203,9 +204,9 @@ def test_a_nonce_held_in_the_pool_by_a_twin_worker_drops_the_batch_at_once(
     eth = Web3(HTTPProvider(node.url)).eth
 
     def automine(on: bool) -> None:
-        eth.w3.provider.make_request(RPCEndpoint("evm_setAutomine"), [on])
+        node_call(node, "evm_setAutomine", on)
         if on:
-            eth.w3.provider.make_request(RPCEndpoint("evm_mine"), [])
+            node_call(node, "evm_mine")
 
     seqs = [world.charge(users[0])]
     assert worker_b.run_once(max_batches=1).settled == 1  # B remembers k + 1
@@ -241,6 +242,70 @@ def test_a_nonce_held_in_the_pool_by_a_twin_worker_drops_the_batch_at_once(
         settled_by = {seq: session.scalar(select(Charge.batch_id).where(Charge.seq == seq))
                       for seq in seqs[1:]}
     assert set(settled_by.values()) == set(pooled)
+    logs = world.chain.charge_settled_logs(0, world.chain.block_number())
+    on_chain = Counter(int.from_bytes(lg.charge_id, "big") for lg in logs)
+    assert {seq: on_chain[seq] for seq in seqs} == dict.fromkeys(seqs, 1)
+
+
+def node_call(node: HardhatNode, method: str, *params: object) -> object:
+    return Web3(HTTPProvider(node.url)).provider.make_request(RPCEndpoint(method), list(params))
+
+
+def batch_txs(world: World, batch_id: str) -> list[ChainTransaction]:
+    with world.sessions() as session:
+        return list(session.scalars(select(ChainTransaction).where(
+            ChainTransaction.batch_id == batch_id).order_by(ChainTransaction.id)))
+
+
+def test_a_batch_priced_out_by_a_rising_base_fee_is_sent_again_with_higher_fees(
+        rpc_world: World, node: HardhatNode) -> None:
+    """Its transaction offers a fee cap the chain's base fee has passed: no block takes it,
+    and sent again byte for byte it never would be. After ``replace_after`` the worker signs
+    the same call under the same nonce with the fees the chain asks now, records it before
+    sending it, and settles the batch with whichever of the two is mined: once."""
+    world = rpc_world
+    policy = BatchPolicy(max_age=timedelta(0), unsent_grace=timedelta(hours=1),
+                         receipt_timeout=0.5, replace_after=timedelta(0))
+    user = wallet(22)
+    world.authorize(user)
+    world.relayer().run_once()
+    eth = Web3(HTTPProvider(node.url)).eth
+    worker = SettlementWorker(world.sessions, world.chain, policy=policy)
+    seqs = [world.charge(user), world.charge(user)]
+    try:
+        node_call(node, "evm_setAutomine", False)
+        (batch_id,) = worker.run_once(max_batches=1).batches  # in the pool, unmined
+        (first,) = batch_txs(world, batch_id)
+        assert first.tx_hash is not None
+        sent = eth.get_transaction(HexStr(first.tx_hash))
+        offered = int(sent["maxFeePerGas"])
+        node_call(node, "hardhat_setNextBlockBaseFeePerGas", hex(offered * 4))
+        node_call(node, "evm_mine")  # a block without it: its fee cap is below the base fee
+        assert eth.get_transaction(HexStr(first.tx_hash))["blockNumber"] is None
+
+        worker.run_once(max_batches=1)
+
+        old, new = batch_txs(world, batch_id)
+        assert (old.id, old.status, new.status) == (first.id, TxStatus.PENDING,
+                                                     TxStatus.PENDING)
+        assert new.nonce == first.nonce and new.tx_hash is not None
+        pooled = eth.get_transaction(HexStr(new.tx_hash))
+        assert int(pooled["maxFeePerGas"]) > offered * 8  # twice the new base fee, and more
+        assert (pooled["input"], pooled["gas"]) == (sent["input"], sent["gas"])  # the same call
+        assert world.statuses()[seqs[0]] == S.SETTLING
+    finally:
+        node_call(node, "evm_setAutomine", True)
+        node_call(node, "evm_mine")
+    worker.run_once()
+
+    old, new = batch_txs(world, batch_id)
+    assert (old.status, new.status) == (TxStatus.DROPPED, TxStatus.CONFIRMED)
+    with world.sessions() as session:
+        batch = session.get(SettlementBatch, batch_id)
+        assert batch is not None and batch.status == S.SETTLED
+        assert batch.tx_hash == new.tx_hash
+    assert {seq: world.statuses()[seq] for seq in seqs} == dict.fromkeys(seqs, S.SETTLED)
+    assert {world.charges()[seq].settlement_tx_hash for seq in seqs} == {new.tx_hash}
     logs = world.chain.charge_settled_logs(0, world.chain.block_number())
     on_chain = Counter(int.from_bytes(lg.charge_id, "big") for lg in logs)
     assert {seq: on_chain[seq] for seq in seqs} == dict.fromkeys(seqs, 1)
