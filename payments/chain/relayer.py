@@ -9,16 +9,18 @@ A revoke goes out only after its budget's own permit has been dealt with (nonce 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import and_, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.checkpoints import Checkpoint, no_checkpoint
 from payments.chain.gateway import (
+    ChainError,
     ChainGateway,
     ChainRevert,
     NonceTaken,
@@ -26,7 +28,7 @@ from payments.chain.gateway import (
     SignedTx,
     describe_revert,
 )
-from payments.chain.journal import Dropped, Mined, resolve
+from payments.chain.journal import Dropped, Mined, resolve_replaced
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
 from payments.chain.settlement import signed_tx
 from payments.chain.settlement_states import abandon_charges
@@ -60,17 +62,23 @@ def no_hook(owner: str, value: int) -> None:
     """In-process dev chains pass a faucet here so a new budget has test USDC behind it."""
 
 
+# A relay's transaction unmined this long, with a higher fee cap due, is signed again
+# (as BatchPolicy.replace_after for settlement batches).
+REPLACE_AFTER = timedelta(minutes=3)
+
+
 class Relayer:
     def __init__(self, sessions: sessionmaker[Session], chain: ChainGateway, *,
                  clock: Callable[[], datetime] = utcnow, checkpoint: Checkpoint = no_checkpoint,
                  on_relayed: OnRelayed = no_hook, receipt_timeout: float = 120.0,
-                 limit: int = 50) -> None:
+                 replace_after: timedelta = REPLACE_AFTER, limit: int = 50) -> None:
         self._sessions = sessions
         self._chain = chain
         self._clock = clock
         self._checkpoint = checkpoint
         self._on_relayed = on_relayed
         self._timeout = receipt_timeout
+        self._replace_after = replace_after  # as the settlement worker's (docs/chain.md)
         self._limit = limit
         chain.release_nonces()
 
@@ -91,14 +99,23 @@ class Relayer:
             open_txs = session.scalars(select(ChainTransaction).where(
                 ChainTransaction.kind.in_((TxKind.PERMIT, TxKind.REVOKE)),
                 ChainTransaction.status == TxStatus.PENDING).order_by(ChainTransaction.id)).all()
-        done = 0
+        # A relay's pending transactions: one, or one and its fee replacements (same nonce).
+        relays: dict[tuple[str | None, TxKind], list[ChainTransaction]] = {}
         for tx in open_txs:
-            signed = signed_tx(tx)
-            outcome = resolve(self._chain, signed, wait=min(self._timeout, 5.0))
+            relays.setdefault((tx.authorization_id, tx.kind), []).append(tx)
+        done = 0
+        now = self._clock()
+        for sent in relays.values():
+            signed = [signed_tx(tx) for tx in sent]
+            outcome = resolve_replaced(self._chain, signed, wait=min(self._timeout, 5.0))
             if isinstance(outcome, Mined):
-                done += self._apply(tx.id, outcome.receipt)
+                done += self._apply(outcome.receipt)
             elif isinstance(outcome, Dropped):
-                self._drop(signed.tx_hash)
+                for dropped in signed:
+                    self._drop(dropped.tx_hash)
+            elif (not outcome.mined and signed[-1].sender.lower() == self._chain.relayer.lower()
+                  and now - sent[-1].created_at >= self._replace_after):
+                self._replace(signed[-1])  # only our own key can sign it again
         return done
 
     def _drop(self, tx_hash: str) -> None:
@@ -111,6 +128,35 @@ class Relayer:
             row.status, row.resolved_at = TxStatus.DROPPED, self._clock()
         log.warning("relay transaction %s was dropped (nonce reused); it is signed again",
                     tx_hash)
+
+    def _replace(self, latest: SignedTx) -> None:
+        """Sign a relay again with the fees the chain asks now (the base fee passed its cap),
+        recorded before it is sent; whichever of the two is mined decides (docs/chain.md)."""
+        replacement = self._chain.replacement(latest)
+        if replacement is None:
+            return
+        with transaction(self._sessions) as session:
+            row = session.scalar(select(ChainTransaction).where(
+                ChainTransaction.tx_hash == latest.tx_hash).with_for_update())
+            if row is None or row.status != TxStatus.PENDING or row.authorization_id is None:
+                return
+            authorization = session.get(Authorization, row.authorization_id,
+                                        with_for_update=True)
+            newer = session.scalar(select(ChainTransaction.id).where(
+                ChainTransaction.authorization_id == row.authorization_id,
+                ChainTransaction.kind == row.kind, ChainTransaction.id > row.id).limit(1))
+            if authorization is None or newer is not None:
+                return  # replaced by another worker meanwhile
+            session.add(ChainTransaction(
+                kind=row.kind, status=TxStatus.PENDING, sender=replacement.sender,
+                nonce=replacement.nonce, tx_hash=replacement.tx_hash, raw=replacement.raw,
+                authorization_id=row.authorization_id, created_at=self._clock()))
+            if row.kind is TxKind.PERMIT:
+                authorization.relay_tx_hash = replacement.tx_hash
+        log.warning("relay transaction %s not mined; sent again as %s with higher fees",
+                    latest.tx_hash, replacement.tx_hash)
+        with contextlib.suppress(ChainError):  # the next cycle resolves it either way
+            self._chain.broadcast(replacement)
 
     def _pending(self, kind: TxKind) -> list[_Job]:
         in_flight = exists().where(and_(ChainTransaction.authorization_id == Authorization.id,
@@ -154,11 +200,7 @@ class Relayer:
         receipt = self._chain.wait_receipt(signed.tx_hash, self._timeout)
         if receipt is None:
             return 0  # resolved by a later cycle
-        with self._sessions() as session:
-            tx_id = session.scalar(select(ChainTransaction.id).where(
-                ChainTransaction.tx_hash == signed.tx_hash))
-        assert tx_id is not None
-        return self._apply(tx_id, receipt)
+        return self._apply(receipt)
 
     def _signed_by_owner(self, job: _Job) -> bool:
         permit = Permit(job.owner, job.value, job.nonce, job.deadline, job.signature)
@@ -190,15 +232,22 @@ class Relayer:
                 authorization.relay_tx_hash = signed.tx_hash
             return True
 
-    def _apply(self, tx_id: int, receipt: Receipt) -> int:
+    def _apply(self, receipt: Receipt) -> int:
         reason = None if receipt.succeeded else describe_revert(
             self._chain.revert_reason(receipt.tx_hash))
         with transaction(self._sessions) as session:
-            tx = session.get(ChainTransaction, tx_id, with_for_update=True)
+            tx = session.scalar(select(ChainTransaction).where(
+                ChainTransaction.tx_hash == receipt.tx_hash).with_for_update())
             if tx is None or tx.status != TxStatus.PENDING or tx.authorization_id is None:
                 return 0
             tx.status = TxStatus.CONFIRMED if reason is None else TxStatus.REVERTED
             tx.block_number, tx.error, tx.resolved_at = receipt.block_number, reason, self._clock()
+            for other in session.scalars(select(ChainTransaction).where(
+                    ChainTransaction.authorization_id == tx.authorization_id,
+                    ChainTransaction.kind == tx.kind, ChainTransaction.id != tx.id,
+                    ChainTransaction.status == TxStatus.PENDING).with_for_update()):
+                other.status, other.resolved_at = TxStatus.DROPPED, self._clock()
+                other.error = f"replaced; {receipt.tx_hash} was mined"
             authorization = session.get(Authorization, tx.authorization_id, with_for_update=True)
             assert authorization is not None
             _set_status(session, authorization, tx.kind,

@@ -41,7 +41,8 @@ class ChainCycle:
         # New pay_to addresses are read from the allowlist before anything else runs.
         steps = (*extra, ("allowlist", lambda: sync_new_recipients(sessions, chain)))
         return cls(Relayer(sessions, chain, on_relayed=on_relayed,
-                           receipt_timeout=policy.receipt_timeout),
+                           receipt_timeout=policy.receipt_timeout,
+                           replace_after=policy.replace_after),
                    SettlementWorker(sessions, chain, policy=policy),
                    Reconciler(sessions, chain), reconcile_every, steps)
 

@@ -20,6 +20,7 @@ from payments.chain.batching import BatchPolicy
 from payments.chain.json_rpc import JsonRpcChain
 from payments.chain.models import ChainTransaction, ChargeRetry, TxStatus
 from payments.chain.reconcile import Reconciler
+from payments.chain.relayer import Relayer
 from payments.chain.settlement import SettlementWorker
 from payments.db import make_engine, make_sessionmaker
 from payments.ledger.models import (
@@ -309,3 +310,45 @@ def test_a_batch_priced_out_by_a_rising_base_fee_is_sent_again_with_higher_fees(
     logs = world.chain.charge_settled_logs(0, world.chain.block_number())
     on_chain = Counter(int.from_bytes(lg.charge_id, "big") for lg in logs)
     assert {seq: on_chain[seq] for seq in seqs} == dict.fromkeys(seqs, 1)
+
+
+def test_a_permit_relay_priced_out_is_sent_again_with_higher_fees(
+        rpc_world: World, node: HardhatNode) -> None:
+    """The relayer the same way: a stuck relay holds every later nonce of the key."""
+    world = rpc_world
+    user = wallet(23)
+    authorization_id = world.authorize(user)
+    relayer = Relayer(world.sessions, world.chain, receipt_timeout=0.5,
+                      replace_after=timedelta(0))
+    eth = Web3(HTTPProvider(node.url)).eth
+
+    def relays() -> list[ChainTransaction]:
+        with world.sessions() as session:
+            return list(session.scalars(select(ChainTransaction).where(
+                ChainTransaction.authorization_id == authorization_id)
+                .order_by(ChainTransaction.id)))
+    try:
+        node_call(node, "evm_setAutomine", False)
+        assert relayer.run_once() == 0  # sent, in the pool
+        (first,) = relays()
+        assert first.tx_hash is not None
+        offered = int(eth.get_transaction(HexStr(first.tx_hash))["maxFeePerGas"])
+        node_call(node, "hardhat_setNextBlockBaseFeePerGas", hex(offered * 4))
+        node_call(node, "evm_mine")
+
+        assert relayer.run_once() == 0
+
+        old, new = relays()
+        assert (old.status, new.status, new.nonce) == (TxStatus.PENDING, TxStatus.PENDING,
+                                                       first.nonce)
+        assert world.authorization(authorization_id).relay_tx_hash == new.tx_hash
+    finally:
+        node_call(node, "evm_setAutomine", True)
+        node_call(node, "evm_mine")
+    assert relayer.run_once() == 1
+
+    old, new = relays()
+    assert (old.status, new.status) == (TxStatus.DROPPED, TxStatus.CONFIRMED)
+    budget = world.authorization(authorization_id)
+    assert (budget.relay_status, budget.relay_tx_hash) == (RelayStatus.RELAYED, new.tx_hash)
+    assert world.chain.allowance(user.address) == 1_000_000
