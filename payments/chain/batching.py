@@ -10,6 +10,7 @@ from eth_utils.address import to_checksum_address
 
 from payments.chain.contracts import RevertInfo, charge_id
 from payments.chain.gateway import ChargeItem, PairPlan, describe_revert
+from payments.chain.journal import REPLACE_AFTER
 
 # chargeBatch gas, set by us (py-evm's estimate replays a big batch for seconds). Generous
 # worst cases: a pair may pay a cold allowance and a recipient's first balance (~70k); a
@@ -33,7 +34,7 @@ class BatchPolicy:
     receipt_timeout: float = 120.0
     # A batch's transaction still unmined after this long, when a new transaction would be
     # given a higher fee cap (the base fee rose), is signed again with higher fees.
-    replace_after: timedelta = timedelta(minutes=3)
+    replace_after: timedelta = REPLACE_AFTER
     # A batch recorded without a transaction hash for this long lost its worker.
     unsent_grace: timedelta = timedelta(minutes=2)
 

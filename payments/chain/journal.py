@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from payments.chain.gateway import ChainGateway, ChainUnavailable, NonceTaken, Receipt, SignedTx
 
@@ -90,3 +91,16 @@ def _sent_again(chain: ChainGateway, tx: SignedTx, wait: float) -> Outcome:
     if found is not None:
         return Mined(found)
     return Waiting(mined=chain.receipt(tx.tx_hash) is not None)
+
+
+# A transaction unmined this long, with a higher fee cap due, is signed again.
+REPLACE_AFTER = timedelta(minutes=3)
+
+
+def replacement_due(outcome: Outcome, latest: SignedTx, recorded_at: datetime, relayer: str,
+                    now: datetime, after: timedelta) -> bool:
+    """Whether to sign ``latest`` again with higher fees (docs/chain.md, "Fees"): it is not
+    in a block, it is our own key's (no other can sign it), and it has waited ``after``
+    since it was recorded."""
+    return (isinstance(outcome, Waiting) and not outcome.mined
+            and latest.sender.lower() == relayer.lower() and now - recorded_at >= after)

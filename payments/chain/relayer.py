@@ -28,9 +28,15 @@ from payments.chain.gateway import (
     SignedTx,
     describe_revert,
 )
-from payments.chain.journal import Dropped, Mined, resolve_replaced
+from payments.chain.journal import (
+    REPLACE_AFTER,
+    Dropped,
+    Mined,
+    replacement_due,
+    resolve_replaced,
+)
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
-from payments.chain.settlement import signed_tx
+from payments.chain.settlement import drop_pending, signed_tx
 from payments.chain.settlement_states import abandon_charges
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
@@ -60,11 +66,6 @@ class _Job:
 
 def no_hook(owner: str, value: int) -> None:
     """In-process dev chains pass a faucet here so a new budget has test USDC behind it."""
-
-
-# A relay's transaction unmined this long, with a higher fee cap due, is signed again
-# (as BatchPolicy.replace_after for settlement batches).
-REPLACE_AFTER = timedelta(minutes=3)
 
 
 class Relayer:
@@ -113,9 +114,9 @@ class Relayer:
             elif isinstance(outcome, Dropped):
                 for dropped in signed:
                     self._drop(dropped.tx_hash)
-            elif (not outcome.mined and signed[-1].sender.lower() == self._chain.relayer.lower()
-                  and now - sent[-1].created_at >= self._replace_after):
-                self._replace(signed[-1])  # only our own key can sign it again
+            elif replacement_due(outcome, signed[-1], sent[-1].created_at, self._chain.relayer,
+                                 now, self._replace_after):
+                self._replace(signed[-1])
         return done
 
     def _drop(self, tx_hash: str) -> None:
@@ -147,12 +148,7 @@ class Relayer:
                 ChainTransaction.kind == row.kind, ChainTransaction.id > row.id).limit(1))
             if authorization is None or newer is not None:
                 return  # replaced by another worker meanwhile
-            session.add(ChainTransaction(
-                kind=row.kind, status=TxStatus.PENDING, sender=replacement.sender,
-                nonce=replacement.nonce, tx_hash=replacement.tx_hash, raw=replacement.raw,
-                authorization_id=row.authorization_id, created_at=self._clock()))
-            if row.kind is TxKind.PERMIT:
-                authorization.relay_tx_hash = replacement.tx_hash
+            _record_tx(session, authorization, row.kind, replacement, self._clock())
         log.warning("relay transaction %s not mined; sent again as %s with higher fees",
                     latest.tx_hash, replacement.tx_hash)
         with contextlib.suppress(ChainError):  # the next cycle resolves it either way
@@ -224,12 +220,7 @@ class Relayer:
                     ChainTransaction.kind == job.kind,
                     ChainTransaction.status == TxStatus.PENDING).limit(1)) is not None:
                 return False
-            session.add(ChainTransaction(
-                kind=job.kind, status=TxStatus.PENDING, sender=signed.sender,
-                nonce=signed.nonce, tx_hash=signed.tx_hash, raw=signed.raw,
-                authorization_id=job.authorization_id, created_at=self._clock()))
-            if job.kind is TxKind.PERMIT:
-                authorization.relay_tx_hash = signed.tx_hash
+            _record_tx(session, authorization, job.kind, signed, self._clock())
             return True
 
     def _apply(self, receipt: Receipt) -> int:
@@ -242,12 +233,10 @@ class Relayer:
                 return 0
             tx.status = TxStatus.CONFIRMED if reason is None else TxStatus.REVERTED
             tx.block_number, tx.error, tx.resolved_at = receipt.block_number, reason, self._clock()
-            for other in session.scalars(select(ChainTransaction).where(
-                    ChainTransaction.authorization_id == tx.authorization_id,
-                    ChainTransaction.kind == tx.kind, ChainTransaction.id != tx.id,
-                    ChainTransaction.status == TxStatus.PENDING).with_for_update()):
-                other.status, other.resolved_at = TxStatus.DROPPED, self._clock()
-                other.error = f"replaced; {receipt.tx_hash} was mined"
+            drop_pending(session, and_(ChainTransaction.authorization_id == tx.authorization_id,
+                                       ChainTransaction.kind == tx.kind,
+                                       ChainTransaction.id != tx.id),
+                         f"replaced; {receipt.tx_hash} was mined", self._clock())
             authorization = session.get(Authorization, tx.authorization_id, with_for_update=True)
             assert authorization is not None
             _set_status(session, authorization, tx.kind,
@@ -280,6 +269,18 @@ class Relayer:
         elif job.kind is TxKind.PERMIT:
             self._on_relayed(job.owner, job.value)
         return 1
+
+
+def _record_tx(session: Session, authorization: Authorization, kind: TxKind,
+               signed: SignedTx, now: datetime) -> None:
+    """A relay's transaction (its first, or a replacement under the same nonce), written
+    before it is sent; a permit's budget points at it."""
+    session.add(ChainTransaction(
+        kind=kind, status=TxStatus.PENDING, sender=signed.sender, nonce=signed.nonce,
+        tx_hash=signed.tx_hash, raw=signed.raw, authorization_id=authorization.id,
+        created_at=now))
+    if kind is TxKind.PERMIT:
+        authorization.relay_tx_hash = signed.tx_hash
 
 
 def _permit_failed(session: Session, authorization: Authorization, reason: str,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.batching import (
@@ -42,7 +42,7 @@ from payments.chain.gateway import (
     SignedTx,
     describe_revert,
 )
-from payments.chain.journal import Dropped, Mined, resolve_replaced
+from payments.chain.journal import Dropped, Mined, replacement_due, resolve_replaced
 from payments.chain.models import ChainTransaction, ChargeRetry, FindingKind, TxKind, TxStatus
 from payments.chain.settlement_states import (
     fail_charges,
@@ -132,9 +132,9 @@ class SettlementWorker:
                 self._apply(batch_id, outcome.receipt, report)
             elif isinstance(outcome, Dropped):
                 self._drop(batch_id)
-            elif (not outcome.mined and signed[-1].sender.lower() == self._chain.relayer.lower()
-                  and now - sent[-1].created_at >= self._policy.replace_after):
-                self._replace(batch_id, signed[-1])  # only our own key can sign it again
+            elif replacement_due(outcome, signed[-1], sent[-1].created_at, self._chain.relayer,
+                                 now, self._policy.replace_after):
+                self._replace(batch_id, signed[-1])
 
     def _replace(self, batch_id: str, latest: SignedTx) -> None:
         """Sign the batch's transaction again with the fees the chain asks now (its base fee
@@ -146,11 +146,7 @@ class SettlementWorker:
             batch = self._lock_open(session, batch_id)
             if batch is None or batch.tx_hash != latest.tx_hash:
                 return  # resolved, or replaced by another worker, meanwhile
-            batch.tx_hash = replacement.tx_hash
-            session.add(ChainTransaction(
-                kind=TxKind.CHARGE_BATCH, status=TxStatus.PENDING, sender=replacement.sender,
-                nonce=replacement.nonce, tx_hash=replacement.tx_hash, raw=replacement.raw,
-                batch_id=batch_id, created_at=self._clock()))
+            _record_tx(session, batch, replacement, self._clock())
         log.warning("settlement batch %s: transaction %s not mined; sent again as %s with "
                     "higher fees", batch_id, latest.tx_hash, replacement.tx_hash)
         with contextlib.suppress(ChainError):  # the next cycle resolves it either way
@@ -173,7 +169,8 @@ class SettlementWorker:
             batch = self._lock_open(session, batch_id)
             if batch is None:
                 return
-            self._drop_pending(session, batch_id, "nonce used by another tx")
+            drop_pending(session, ChainTransaction.batch_id == batch_id,
+                         "nonce used by another tx", self._clock())
             release_charges(session, self._settling(session, batch_id))
             batch.status = SettlementStatus.FAILED
         log.warning("settlement batch %s was dropped (nonce reused); charges requeued", batch_id)
@@ -300,11 +297,7 @@ class SettlementWorker:
             if signed is None:
                 batch.status = SettlementStatus.FAILED
                 return False
-            batch.tx_hash, batch.tx_nonce = signed.tx_hash, signed.nonce
-            session.add(ChainTransaction(
-                kind=TxKind.CHARGE_BATCH, status=TxStatus.PENDING, sender=signed.sender,
-                nonce=signed.nonce, tx_hash=signed.tx_hash, raw=signed.raw,
-                batch_id=batch.id, created_at=now))
+            _record_tx(session, batch, signed, now)
             return True
 
     def _settle_proven(self, session: Session, charges: dict[int, Charge],
@@ -366,7 +359,8 @@ class SettlementWorker:
             self._finish_tx(session, receipt.tx_hash,
                             TxStatus.CONFIRMED if reason is None else TxStatus.REVERTED,
                             receipt.block_number, reason)
-            self._drop_pending(session, batch_id, f"replaced; {receipt.tx_hash} was mined")
+            drop_pending(session, ChainTransaction.batch_id == batch_id,
+                         f"replaced; {receipt.tx_hash} was mined", self._clock())
             self._checkpoint("applying")  # inside the transaction: a crash rolls it back
         self._checkpoint("applied")
 
@@ -383,18 +377,31 @@ class SettlementWorker:
             Charge.batch_id == batch_id, Charge.settlement_status == SettlementStatus.SETTLING)
             .order_by(Charge.seq).with_for_update()).all()
 
-    def _drop_pending(self, session: Session, batch_id: str, why: str) -> None:
-        for tx in session.scalars(select(ChainTransaction).where(
-                ChainTransaction.batch_id == batch_id,
-                ChainTransaction.status == TxStatus.PENDING).with_for_update()):
-            tx.status, tx.resolved_at, tx.error = TxStatus.DROPPED, self._clock(), why[:300]
-
     def _finish_tx(self, session: Session, tx_hash: str, status: TxStatus,
                    block: int | None, error: str | None) -> None:
         tx = session.scalar(select(ChainTransaction).where(ChainTransaction.tx_hash == tx_hash))
         if tx is not None:
             tx.status, tx.block_number, tx.resolved_at = status, block, self._clock()
             tx.error = error[:300] if error else None
+
+
+def _record_tx(session: Session, batch: SettlementBatch, signed: SignedTx,
+               now: datetime) -> None:
+    """The batch's transaction (its first, or a replacement under the same nonce), written
+    before it is sent."""
+    batch.tx_hash, batch.tx_nonce = signed.tx_hash, signed.nonce
+    session.add(ChainTransaction(
+        kind=TxKind.CHARGE_BATCH, status=TxStatus.PENDING, sender=signed.sender,
+        nonce=signed.nonce, tx_hash=signed.tx_hash, raw=signed.raw, batch_id=batch.id,
+        created_at=now))
+
+
+def drop_pending(session: Session, which: ColumnElement[bool], why: str,
+                 now: datetime) -> None:
+    """Mark ``which`` of the pending transactions dropped: their nonce went to another."""
+    for tx in session.scalars(select(ChainTransaction).where(
+            which, ChainTransaction.status == TxStatus.PENDING).with_for_update()):
+        tx.status, tx.resolved_at, tx.error = TxStatus.DROPPED, now, why[:300]
 
 
 def signed_tx(row: ChainTransaction) -> SignedTx:
