@@ -161,7 +161,8 @@ def connect(settings: Settings) -> JsonRpcChain:
                          spender=settings.spender_address, network="base-sepolia",
                          simulated=False)
     return JsonRpcChain.connect(settings.chain_rpc_url, params, settings.relayer_key,
-                                confirmations=settings.chain_confirmations)
+                                confirmations=settings.chain_confirmations,
+                                max_fee_per_gas=settings.chain_max_fee_per_gas)
 
 
 def worker_policy(settings: Settings) -> BatchPolicy:

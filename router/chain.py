@@ -31,7 +31,8 @@ def open_chain(settings: Settings, params: ChainParams,
         return None
     assert settings.chain_rpc_url is not None
     chain = JsonRpcChain.connect(settings.chain_rpc_url, params, settings.relayer_key,
-                                 confirmations=settings.chain_confirmations)
+                                 confirmations=settings.chain_confirmations,
+                                 max_fee_per_gas=settings.chain_max_fee_per_gas)
     try:
         sync_allowlist(sessions, chain)  # the contract is the truth: read it into the ledger
     except ChainError as exc:  # the node may be down now; statusz and `svc-ops` tell

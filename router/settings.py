@@ -105,6 +105,10 @@ class Settings:
     # json_rpc: the relayer's private key (signs permit relays and settlement batches).
     relayer_key: str | None = field(default=None, repr=False)
     chain_confirmations: int = 3
+    # The most any transaction of ours offers per gas (EIP-1559 maxFeePerGas), in wei; unset:
+    # whatever the chain asks. While the base fee is above it nothing is signed: charges and
+    # permits wait in the ledger, and a pooled transaction is not replaced past it.
+    chain_max_fee_per_gas: int | None = None
     # The relayer and settlement worker run inside the server (the embedded default);
     # off when `svc-ops chain run` processes do that work instead.
     chain_workers: bool = True
@@ -170,6 +174,9 @@ class Settings:
         if self.webhook_lease_seconds < self.webhook_timeout + 10:
             raise SettingsError(f"{ENV_PREFIX}WEBHOOK_LEASE_SECONDS must exceed "
                                 f"{ENV_PREFIX}WEBHOOK_TIMEOUT by 10 s or more")
+        if self.chain_max_fee_per_gas is not None and self.chain_max_fee_per_gas < 1:
+            raise SettingsError(f"{ENV_PREFIX}CHAIN_MAX_FEE_PER_GAS must be a positive number "
+                                "of wei (or unset: no cap)")
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
         if self.keep_alive_timeout < 1:
@@ -326,8 +333,9 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
                  "dns_server"):
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = raw.strip() or None
-    if (raw := env.get(ENV_PREFIX + "APPS_PORT")) is not None:
-        values["apps_port"] = int(_number(raw, "APPS_PORT", int)) if raw.strip() else None
+    for name in ("apps_port", "chain_max_fee_per_gas"):  # integers that may be unset
+        if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
+            values[name] = int(_number(raw, name.upper(), int)) if raw.strip() else None
     int_fields = ("bind_port", "processes", "proxy_max_request_bytes", "proxy_max_response_bytes",
                   "proxy_pool_size", "keep_alive_timeout", "max_request_line", "max_header_line",
                   "max_head", "max_headers", "db_workers", "console_session_idle_seconds",

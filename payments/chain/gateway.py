@@ -24,6 +24,11 @@ class ChainUnavailable(ChainError):
     """The node could not be reached or answered nonsense; try again later."""
 
 
+class FeeAboveCap(ChainUnavailable):
+    """The chain's base fee is above the operator's cap (``SVCSRV_CHAIN_MAX_FEE_PER_GAS``):
+    nothing is signed until it falls, so nothing waits in a pool holding a nonce."""
+
+
 class NonceTaken(ChainError):
     """The node refused a transaction because another one holds its nonce (pending in the
     pool, or mined): this one was not accepted and, as signed, never will be."""
@@ -127,6 +132,11 @@ class ChainGateway(Protocol):
         ...
 
     # Transactions: sign first (hash and nonce known), broadcast second.
+    def check_fees(self) -> None:
+        """Raises :class:`FeeAboveCap` while the base fee is above the operator's cap (then
+        every signing would too); nothing to ask without a cap."""
+        ...
+
     def sign_relay_permit(self, owner: str, value: int, deadline: int,
                           signature: bytes) -> SignedTx:
         """Simulates ``relayPermit`` (raising :class:`ChainRevert`), then signs it."""
@@ -144,7 +154,8 @@ class ChainGateway(Protocol):
     def replacement(self, tx: SignedTx) -> SignedTx | None:
         """``tx`` (same nonce, call and gas) signed again with fees the chain asks now and at
         least an eighth above its own, so a node replaces it in its pool; None while its own
-        fees are still those a new transaction would get."""
+        fees are still those a new transaction would get, or when that bump would go past
+        the operator's cap."""
         ...
 
     def receipt(self, tx_hash: str) -> Receipt | None: ...

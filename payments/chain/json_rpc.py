@@ -27,7 +27,7 @@ class JsonRpcChain(Web3Chain):
     @classmethod
     def connect(cls, rpc_url: str, params: ChainParams, relayer_key: str, *,
                 confirmations: int = BASE_SEPOLIA_CONFIRMATIONS, timeout: float = 15.0,
-                poll_interval: float = 1.0) -> JsonRpcChain:
+                poll_interval: float = 1.0, max_fee_per_gas: int | None = None) -> JsonRpcChain:
         w3 = Web3(_QuietHTTPProvider(rpc_url, request_kwargs={"timeout": timeout}))
         return cls(w3, params, relayer_key, confirmations=confirmations,
-                   poll_interval=poll_interval)
+                   poll_interval=poll_interval, max_fee_per_gas=max_fee_per_gas)

@@ -190,6 +190,9 @@ class SettlementWorker:
     # -- one batch ----------------------------------------------------------------------
 
     def settle_next(self, report: CycleReport) -> str | None:
+        # Before claiming: a claim that cannot be signed would leave a failed batch behind,
+        # one per cycle for as long as the fees stay above the cap.
+        self._chain.check_fees()
         claim = self._claim()
         if claim is None:
             return None

@@ -32,6 +32,7 @@ from payments.chain.gateway import (
     ChainRevert,
     ChainUnavailable,
     ChargeSettledLog,
+    FeeAboveCap,
     NonceTaken,
     PairPlan,
     Readiness,
@@ -55,6 +56,19 @@ _NONCE_GAP = re.compile(r"expected (\d+), but got (\d+)")
 T = TypeVar("T")
 
 
+def capped_fees(base: int, priority: int, cap: int | None) -> tuple[int, int]:
+    """(maxFeePerGas, maxPriorityFeePerGas) for a base fee and a suggested tip: twice the
+    base fee plus the tip, at most ``cap``; a cap below the base fee refuses (FeeAboveCap)."""
+    max_fee = 2 * base + priority
+    if cap is None:
+        return max_fee, priority
+    if cap < base:
+        raise FeeAboveCap(f"the base fee is {base} wei per gas, above the cap of {cap} "
+                          "(SVCSRV_CHAIN_MAX_FEE_PER_GAS): nothing is signed until it falls")
+    max_fee = min(max_fee, cap)
+    return max_fee, min(priority, max_fee)
+
+
 def hex32(value: bytes | str) -> str:
     text = value.hex() if isinstance(value, bytes) else value
     return "0x" + text.removeprefix("0x").lower()
@@ -62,8 +76,10 @@ def hex32(value: bytes | str) -> str:
 
 class Web3Chain:
     def __init__(self, w3: Web3, params: ChainParams, relayer_key: bytes | str, *,
-                 confirmations: int = 1, poll_interval: float = 0.5) -> None:
+                 confirmations: int = 1, poll_interval: float = 0.5,
+                 max_fee_per_gas: int | None = None) -> None:
         self._w3 = w3
+        self._fee_cap = max_fee_per_gas
         self._params = params
         self._account: LocalAccount = Account.from_key(relayer_key)
         self._confirmations = max(confirmations, 1)
@@ -125,17 +141,31 @@ class Web3Chain:
                 raise NonceTaken(f"nonce {tx.nonce} is held by another transaction") from None
             raise self._unavailable(exc) from None
 
+    def check_fees(self) -> None:
+        if self._fee_cap is not None:
+            self._read(self._fees)
+
     def replacement(self, tx: SignedTx) -> SignedTx | None:
         old = TypedTransaction.from_bytes(HexBytes(tx.raw)).as_dict()
         if old.get("type") != 2 or tx.sender.lower() != self.relayer.lower():
             raise ValueError("only the relayer's own EIP-1559 transactions are replaced")
-        max_fee, priority = self._read(self._fees)
+        try:
+            max_fee, priority = self._read(self._fees)
+        except FeeAboveCap:
+            return None  # no fee we may offer gets it mined; it waits for the base fee
         if max_fee <= old["maxFeePerGas"]:
             return None
         # Nodes replace a pooled transaction only for a higher tip and fee cap, by 10% (geth)
         # or more: an eighth above the old, or what a new transaction would get if higher.
-        priority = max(priority, old["maxPriorityFeePerGas"] * 9 // 8 + 1)
-        max_fee = max(max_fee, old["maxFeePerGas"] * 9 // 8 + 1, priority)
+        least_priority = old["maxPriorityFeePerGas"] * 9 // 8 + 1
+        least_fee = old["maxFeePerGas"] * 9 // 8 + 1
+        priority = max(priority, least_priority)
+        max_fee = max(max_fee, least_fee, priority)
+        if self._fee_cap is not None and max_fee > self._fee_cap:
+            max_fee = self._fee_cap
+            priority = min(priority, max_fee)
+            if max_fee < least_fee or priority < least_priority:
+                return None  # a bump the node would take goes past the operator's cap
         fresh: dict[str, Any] = {
             "type": 2, "chainId": self._params.chain_id, "nonce": tx.nonce,
             "to": to_checksum_address(old["to"]), "data": old["data"], "value": old["value"],
@@ -259,6 +289,12 @@ class Web3Chain:
         detail["relayerBalanceWei"] = str(balance)
         if balance == 0:
             problems.append("the relayer has no gas money")
+        base = int(self._w3.eth.get_block("latest").get("baseFeePerGas") or 0)
+        detail["baseFeePerGasWei"] = str(base)
+        detail["maxFeePerGasWei"] = None if self._fee_cap is None else str(self._fee_cap)
+        if self._fee_cap is not None and base > self._fee_cap:
+            problems.append("the base fee is above the fee cap (SVCSRV_CHAIN_MAX_FEE_PER_GAS): "
+                            "nothing is signed until it falls")
         if problems:
             detail["problems"] = problems
         return Readiness("down" if problems else "ok", detail)
@@ -307,13 +343,14 @@ class Web3Chain:
                         tx_hash=hex32(signed.hash), raw=hex32(signed.raw_transaction))
 
     def _fees(self) -> tuple[int, int]:
-        """EIP-1559: room for the base fee to double, plus the node's suggested tip."""
+        """EIP-1559: room for the base fee to double, plus the node's suggested tip; never
+        above the operator's cap, and nothing at all while the base fee is over it."""
         base = int(self._w3.eth.get_block("latest").get("baseFeePerGas") or 0)
         try:
             priority = int(self._w3.eth.max_priority_fee)
         except Exception:  # not every node implements eth_maxPriorityFeePerGas
             priority = DEFAULT_PRIORITY_FEE
-        return 2 * base + priority, priority
+        return capped_fees(base, priority, self._fee_cap)
 
     def _read(self, fn: Callable[[], T]) -> T:
         with self._lock:

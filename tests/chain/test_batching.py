@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from web3.exceptions import ContractLogicError
 
 from payments.chain.batching import (
@@ -16,8 +17,16 @@ from payments.chain.batching import (
     should_flush,
 )
 from payments.chain.contracts import RevertInfo, charge_id, revert_info
-from payments.chain.gateway import ChainError, ChainUnavailable, NonceTaken, Receipt, SignedTx
+from payments.chain.gateway import (
+    ChainError,
+    ChainUnavailable,
+    FeeAboveCap,
+    NonceTaken,
+    Receipt,
+    SignedTx,
+)
 from payments.chain.journal import Dropped, Mined, Waiting, resolve, resolve_replaced
+from payments.chain.web3_chain import capped_fees
 
 A, B = "0x" + "aa" * 20, "0x" + "bb" * 20
 R1, R2 = "0x" + "11" * 20, "0x" + "22" * 20
@@ -31,6 +40,17 @@ def test_pairs_group_by_owner_and_recipient_in_first_seen_order() -> None:
             for p in pairs] == [(A, R1, [5, 7]), (B, R1, [6]), (A, R2, [8])]
     assert pairs[0].charges[1].charge_id == charge_id(3)
     assert batch_gas_limit(pairs) == 100_000 + 3 * 70_000 + 4 * 8_000
+
+
+def test_fees_offer_room_for_the_base_fee_to_double_up_to_the_cap() -> None:
+    gwei = 10**9
+    assert capped_fees(10 * gwei, gwei, None) == (21 * gwei, gwei)
+    assert capped_fees(10 * gwei, gwei, 50 * gwei) == (21 * gwei, gwei)  # under the cap
+    assert capped_fees(10 * gwei, gwei, 15 * gwei) == (15 * gwei, gwei)  # at most the cap
+    assert capped_fees(10 * gwei, 8 * gwei, 10 * gwei) == (10 * gwei, 8 * gwei)
+    assert capped_fees(0, 3 * gwei, gwei) == (gwei, gwei)  # the tip fits under the cap too
+    with pytest.raises(FeeAboveCap, match="above the cap"):
+        capped_fees(10 * gwei + 1, gwei, 10 * gwei)  # no block could take it: not signed
 
 
 def test_flush_by_size_or_age() -> None:

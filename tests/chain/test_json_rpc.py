@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import Counter
 from collections.abc import Iterator
@@ -11,12 +12,13 @@ from pathlib import Path
 import pytest
 from eth_account import Account
 from eth_typing import HexStr
-from sqlalchemy import select
+from sqlalchemy import func, select
 from web3 import HTTPProvider, Web3
 from web3.types import RPCEndpoint
 
 from ops.cli import main as svc_ops
 from payments.chain.batching import BatchPolicy
+from payments.chain.gateway import FeeAboveCap
 from payments.chain.json_rpc import JsonRpcChain
 from payments.chain.models import ChainTransaction, ChargeRetry, TxStatus
 from payments.chain.reconcile import Reconciler
@@ -32,6 +34,8 @@ from payments.ledger.models import (
 )
 from payments.models import AllowlistStatus, App
 from payments.runtime.models import OperatorAction
+from router.chain import open_chain
+from router.settings import load_settings
 from tests.chain.hardhat import OWNER_KEY, RELAYER_KEY, HardhatNode, hardhat_node
 from tests.chain.world import World, recipient, wallet
 
@@ -352,3 +356,115 @@ def test_a_permit_relay_priced_out_is_sent_again_with_higher_fees(
     budget = world.authorization(authorization_id)
     assert (budget.relay_status, budget.relay_tx_hash) == (RelayStatus.RELAYED, new.tx_hash)
     assert world.chain.allowance(user.address) == 1_000_000
+
+
+GWEI = 10**9
+
+
+def latest_base_fee(node: HardhatNode, wei: int) -> None:
+    """Mine a block whose base fee is ``wei``: the one fees are read from."""
+    node_call(node, "hardhat_setNextBlockBaseFeePerGas", hex(wei))
+    node_call(node, "evm_mine")
+
+
+def capped_chain(node: HardhatNode, cap: int) -> JsonRpcChain:
+    return JsonRpcChain.connect(node.url, node.params, RELAYER_KEY, confirmations=1,
+                                poll_interval=0.05, max_fee_per_gas=cap)
+
+
+def test_fees_above_the_operator_cap_sign_nothing_until_they_fall(
+        rpc_world: World, node: HardhatNode, ops_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """SVCSRV_CHAIN_MAX_FEE_PER_GAS: while the base fee is above it, no batch is claimed and
+    no relay signed (no nonce taken, nothing pooled, no failed batch per cycle); readiness
+    says why; once it falls the charges settle offering at most the cap."""
+    world = rpc_world
+    monkeypatch.setenv("SVCSRV_CHAIN_MAX_FEE_PER_GAS", str(5 * GWEI))
+    chain = open_chain(load_settings(), node.params, world.sessions)  # as the server does
+    assert isinstance(chain, JsonRpcChain)
+    eth = Web3(HTTPProvider(node.url)).eth
+    user, later = wallet(24), wallet(25)
+    world.authorize(user)
+    world.relayer().run_once()
+    seqs = [world.charge(user), world.charge(user)]
+    pending_budget = world.authorize(later)
+    latest_base_fee(node, 8 * GWEI)
+    nonce = eth.get_transaction_count(Web3.to_checksum_address(chain.relayer), "pending")
+
+    def batches() -> int:
+        with world.sessions() as session:
+            return int(session.scalar(select(func.count()).select_from(SettlementBatch)) or 0)
+    before = batches()
+    worker = SettlementWorker(world.sessions, chain, policy=BatchPolicy(max_age=timedelta(0)))
+    relayer = Relayer(world.sessions, chain, receipt_timeout=5.0)
+    for _ in range(2):  # cycle after cycle
+        with pytest.raises(FeeAboveCap, match="above the cap"):
+            worker.run_once()
+        with pytest.raises(FeeAboveCap):
+            relayer.run_once()
+
+    assert {seq: world.statuses()[seq] for seq in seqs} == dict.fromkeys(seqs, S.QUEUED)
+    assert batches() == before
+    assert world.authorization(pending_budget).relay_status == RelayStatus.PENDING
+    assert eth.get_transaction_count(Web3.to_checksum_address(chain.relayer), "pending") == nonce
+    capsys.readouterr()
+    assert svc_ops(["chain", "status"]) == 0  # the operator's view, from the same settings
+    readiness = json.loads(capsys.readouterr().out)
+    assert readiness["status"] == "down"
+    assert (readiness["baseFeePerGasWei"], readiness["maxFeePerGasWei"]) == (
+        str(8 * GWEI), str(5 * GWEI))
+    assert any("fee cap" in problem for problem in readiness["problems"])
+
+    latest_base_fee(node, 4 * GWEI)  # under the cap; twice it plus the tip is not
+    (batch_id,) = worker.run_once().batches
+    assert relayer.run_once() == 1
+
+    assert {seq: world.statuses()[seq] for seq in seqs} == dict.fromkeys(seqs, S.SETTLED)
+    (sent,) = batch_txs(world, batch_id)
+    assert sent.tx_hash is not None
+    assert int(eth.get_transaction(HexStr(sent.tx_hash))["maxFeePerGas"]) == 5 * GWEI
+    assert world.authorization(pending_budget).relay_status == RelayStatus.RELAYED
+    assert chain.readiness().status == "ok"
+
+
+def test_a_pooled_batch_is_not_replaced_past_the_operator_cap(
+        rpc_world: World, node: HardhatNode) -> None:
+    """Priced out, a pooled batch is signed again only with fees under the cap: not when the
+    bump a node requires (an eighth) would pass it, nor while the base fee is above it. It
+    waits with the fees it has, and is mined once the base fee falls."""
+    world = rpc_world
+    cap = 5 * GWEI
+    chain = capped_chain(node, cap)
+    eth = Web3(HTTPProvider(node.url)).eth
+    user = wallet(26)
+    world.authorize(user)
+    world.relayer().run_once()
+    policy = BatchPolicy(max_age=timedelta(0), unsent_grace=timedelta(hours=1),
+                         receipt_timeout=0.5, replace_after=timedelta(0))
+    worker = SettlementWorker(world.sessions, chain, policy=policy)
+    seqs = [world.charge(user), world.charge(user)]
+    latest_base_fee(node, 1_800_000_000)
+    try:
+        node_call(node, "evm_setAutomine", False)
+        (batch_id,) = worker.run_once(max_batches=1).batches
+        (first,) = batch_txs(world, batch_id)
+        assert first.tx_hash is not None
+        offered = int(eth.get_transaction(HexStr(first.tx_hash))["maxFeePerGas"])
+        assert offered < cap < offered * 9 // 8 + 1  # a replacement would have to pass it
+        latest_base_fee(node, (offered + cap) // 2)  # a block without it, under the cap
+        worker.run_once(max_batches=1)
+        latest_base_fee(node, 20 * GWEI)
+        with pytest.raises(FeeAboveCap):  # after resolving: no replacement, no new batch
+            worker.run_once(max_batches=1)
+
+        (still,) = batch_txs(world, batch_id)
+        assert (still.tx_hash, still.status) == (first.tx_hash, TxStatus.PENDING)
+        assert eth.get_transaction(HexStr(first.tx_hash))["blockNumber"] is None
+        latest_base_fee(node, GWEI)  # this block takes it
+    finally:
+        node_call(node, "evm_setAutomine", True)
+    worker.run_once()
+
+    (mined,) = batch_txs(world, batch_id)
+    assert (mined.tx_hash, mined.status) == (first.tx_hash, TxStatus.CONFIRMED)
+    assert {seq: world.statuses()[seq] for seq in seqs} == dict.fromkeys(seqs, S.SETTLED)

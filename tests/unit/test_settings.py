@@ -66,10 +66,19 @@ def test_production_from_environment() -> None:
     ({"SVCSRV_PROCESSES": "0"}, "PROCESSES must be at least 1"),
     ({"SVCSRV_PROCESSES": "two"}, "PROCESSES must be a number"),
     ({"SVCSRV_KEEP_ALIVE_TIMEOUT": "0"}, "KEEP_ALIVE_TIMEOUT must be at least 1"),
+    ({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": "0"}, "CHAIN_MAX_FEE_PER_GAS must be a positive"),
+    ({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": "5 gwei"}, "CHAIN_MAX_FEE_PER_GAS must be a number"),
 ])
 def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         load_settings(env)
+
+
+def test_the_fee_cap_is_wei_or_unset() -> None:
+    assert load_settings({}).chain_max_fee_per_gas is None
+    assert load_settings({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": ""}).chain_max_fee_per_gas is None
+    assert load_settings({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": " 50000000000 "}
+                         ).chain_max_fee_per_gas == 50_000_000_000
 
 
 def test_keep_alive_timeout_reaches_the_server_config() -> None:
