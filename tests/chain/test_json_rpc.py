@@ -38,22 +38,34 @@ from router.chain import open_chain
 from router.settings import load_settings
 from tests.chain.hardhat import OWNER_KEY, RELAYER_KEY, HardhatNode, hardhat_node
 from tests.chain.world import World, recipient, wallet
+from tests.conftest import fresh_pg_database
 
 S = SettlementStatus
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def ledger(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The module's ledger database: every flow here runs on both (the rows a fee
+    replacement or a dropped nonce writes under their row locks too)."""
+    if request.param == "sqlite":
+        path = tmp_path_factory.mktemp("rpc") / "svc.db"
+        shutil.copy(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    return fresh_pg_database(request.getfixturevalue("pg_admin_url"),
+                             request.getfixturevalue("pg_template"))
+
+
 @pytest.fixture(scope="module")
-def node() -> Iterator[HardhatNode]:
+def node(ledger: str) -> Iterator[HardhatNode]:
+    """A node per ledger: on-chain charge ids are the ledger's sequence numbers, which a
+    second ledger would repeat against the same contract."""
     with hardhat_node() as running:
         yield running
 
 
 @pytest.fixture(scope="module")
-def rpc_world(node: HardhatNode, sqlite_template: Path,
-              tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    path = tmp_path_factory.mktemp("rpc") / "svc.db"
-    shutil.copy(sqlite_template, path)
-    engine = make_engine(f"sqlite:///{path}")
+def rpc_world(node: HardhatNode, ledger: str) -> Iterator[World]:
+    engine = make_engine(ledger)
     chain = JsonRpcChain.connect(node.url, node.params, RELAYER_KEY, confirmations=1,
                                  poll_interval=0.05)
     world = World(make_sessionmaker(engine), chain, owner_key=OWNER_KEY)
@@ -102,7 +114,7 @@ def test_permits_batches_and_reconciliation_over_json_rpc(rpc_world: World) -> N
 def ops_env(rpc_world: World, node: HardhatNode, tmp_path: Path,
             monkeypatch: pytest.MonkeyPatch) -> Path:
     """``svc-ops`` settings for the Hardhat node; returns the owner key file."""
-    engine_url = str(rpc_world.sessions.kw["bind"].url)
+    engine_url = rpc_world.sessions.kw["bind"].url.render_as_string(hide_password=False)
     for name, value in {"DATABASE_URL": engine_url, "CHAIN_BACKEND": "json_rpc",
                         "CHAIN_RPC_URL": node.url, "CHAIN_ID": str(node.params.chain_id),
                         "SPENDER_ADDRESS": node.params.spender,
