@@ -15,6 +15,11 @@ when a process could not start (the next would fail the same way), and passes
 SIGINT/SIGTERM on as SIGTERM, which lets each process finish the requests it is answering
 (uvicorn's graceful shutdown). A parent that dies without a word (SIGKILL, OOM) takes its
 processes with it: the kernel sends each SIGTERM.
+
+Each process has its own accept queue: connections the kernel completed for a process that
+then exits (killed, crashed, or stopping) are reset with its socket, unless
+``net.ipv4.tcp_migrate_req`` is 1 (Linux 5.14+; per network namespace), which hands them to
+another process of the group. The parent warns at start when it is not.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
+from pathlib import Path
 from types import FrameType
 
 import uvicorn
@@ -43,6 +49,7 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # A process that dies sooner than this after its start is replaced after a growing delay.
 QUICK_DEATH_SECONDS = 10.0
 MAX_RESTART_DELAY = 30.0
+MIGRATE_REQ = Path("/proc/sys/net/ipv4/tcp_migrate_req")
 
 
 def port_socket(host: str, port: int) -> socket.socket:
@@ -57,6 +64,15 @@ def port_socket(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def queued_connections_migrate(setting: Path = MIGRATE_REQ) -> bool | None:
+    """Whether a closing listener's queued connections go to another socket of its
+    SO_REUSEPORT group; None where the kernel has no such setting."""
+    try:
+        return setting.read_text().strip() != "0"
+    except OSError:
+        return None
 
 
 def _die_with(parent: int) -> None:
@@ -125,6 +141,10 @@ class Supervisor:
         try:
             log.info("serving on %s:%d with %d processes", self.config.host,
                      self.config.port, self.count)
+            if not queued_connections_migrate():
+                log.warning("net.ipv4.tcp_migrate_req is not 1: connections waiting to be "
+                            "accepted by a process that exits are reset with it (set it: "
+                            "docs/router.md, \"Processes\")")
             self.slots = [_Slot(self._start(), time.monotonic()) for _ in range(self.count)]
             while not self._stop.wait(POLL_SECONDS):
                 self._replace_dead(time.monotonic())

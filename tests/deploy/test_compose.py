@@ -147,6 +147,8 @@ def test_servers_run_two_processes_behind_nginx_only(
         assert settings.processes == 2
         assert [str(n) for n in settings.trusted_proxies] == [f"{nginx}/32"]
         assert settings.chain_backend == "json_rpc" and settings.relayer_key
+        # a process that exits hands its queued connections to the other (docs/router.md)
+        assert str(services[name]["sysctls"]["net.ipv4.tcp_migrate_req"]) == "1"
     assert address(services["server-1"]) != address(services["server-2"])
 
 

@@ -4,6 +4,7 @@ each process a real server listening on the same port, sharing Redis and the dat
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import shutil
 import signal
@@ -174,9 +175,9 @@ def test_processes_serve_share_changes_and_are_replaced(
         wait_for(lambda: all(get(port, host)[0] == 200 for _ in range(20)), 1.5,
                  "the app back on every connection")
 
-        # A worker that dies is replaced; the other keeps answering meanwhile. (Connections
-        # in the dead one's accept queue when it died are reset with it, as are its open
-        # ones; the kernel only stops sending it new ones once its socket is closed.)
+        # A worker that dies is replaced; the other keeps answering meanwhile. (Its open
+        # connections are reset with it; those in its accept queue too, unless the kernel
+        # migrates them: the last test; it stops sending it new ones once its socket closes.)
         first = workers_of(proc.pid)
         victim = min(first)
         os.kill(victim, signal.SIGKILL)
@@ -290,3 +291,33 @@ def test_processes_without_shared_state_are_refused(
     assert named in done.stderr
     assert "SVCSRV_PROCESSES=2 needs" in done.stderr
     assert not (tmp_path / "svc.db").exists()  # refused before anything was touched
+
+
+def test_connections_queued_to_a_process_that_exits_go_to_the_other(
+        sqlite_template: Path, tmp_path: Path) -> None:
+    """With ``net.ipv4.tcp_migrate_req`` 1 the connections waiting in a killed process's
+    accept queue are answered by the other; at 0 (the kernel's default) they are reset, and
+    the parent warned at start. Each run in a network namespace of its own (``unshare -n``:
+    the setting is the namespace's, the machine's stays as it is), both at once."""
+    runs = {}
+    for migrate in ("1", "0"):
+        db = tmp_path / f"svc-{migrate}.db"
+        shutil.copy(sqlite_template, db)
+        runs[migrate] = subprocess.Popen(
+            ["unshare", "-n", sys.executable, "-m", "tests.router.accept_queue",
+             "--migrate", migrate, "--db", f"sqlite:///{db}"],
+            cwd=Path(__file__).parents[2], text=True, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+    results = {}
+    for migrate, run in runs.items():
+        out, err = run.communicate(timeout=240)
+        assert run.returncode == 0, err[-3000:]
+        results[migrate] = json.loads(out.strip().splitlines()[-1])
+    for result in results.values():
+        assert result["answered_first"] >= 1 and result["waiting"] >= 1, result
+    migrated, reset = results["1"], results["0"]
+    assert (migrated["answered"], migrated["reset"], migrated["other"]) == (
+        migrated["waiting"], 0, []), migrated
+    assert not migrated["warned"]
+    assert (reset["answered"], reset["reset"]) == (0, reset["waiting"]), reset
+    assert reset["warned"]

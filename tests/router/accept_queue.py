@@ -1,0 +1,94 @@
+"""What becomes of connections queued to a server process that exits, in a network namespace
+of its own (run as ``unshare -n python -m tests.router.accept_queue --migrate 0|1 --db URL``
+by tests/router/test_processes.py; nothing here touches the machine's own network).
+
+Inside the namespace: loopback up, ``net.ipv4.tcp_migrate_req`` set as asked (the setting is
+the namespace's), Redis, and ``svc-server serve`` with two processes. One process is stopped
+(SIGSTOP: it accepts nothing), connections are opened, each sending a request; those the
+other process has not answered once it falls idle for a second wait in the stopped one's
+accept queue. Then
+it is killed, and each waiting connection is read to its end. Prints, as JSON, how many
+waited, how many of those got a 200 answer and how many were reset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tests.router.test_processes import get, server_env, serving, workers_of
+from tests.support.services import free_port, listeners, redis_server
+from tests.support.waits import wait_for
+
+CONNECTIONS = 64
+
+
+def request(port: int) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(f"GET /healthz HTTP/1.1\r\nHost: api.localhost:{port}\r\n"
+                 "Connection: close\r\n\r\n".encode())
+    return sock
+
+
+def outcome(sock: socket.socket) -> str:
+    """'200', another status, 'reset', or 'closed' (no answer), reading to the end."""
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except ConnectionResetError:
+        return "reset"
+    finally:
+        sock.close()
+    return data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.1 ") else "closed"
+
+
+def run(migrate: str, db_url: str) -> dict[str, object]:
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    Path("/proc/sys/net/ipv4/tcp_migrate_req").write_text(migrate)
+    with redis_server() as redis_url, tempfile.TemporaryDirectory() as cwd:
+        port = free_port()
+        env = server_env(port, SVCSRV_DATABASE_URL=db_url, SVCSRV_REDIS_URL=redis_url,
+                         SVCSRV_PROCESSES="2")
+        with serving(env, Path(cwd)) as proc:
+            wait_for(lambda: proc.poll() is not None or listeners(port) == 2, 90,
+                     "both processes listening")
+            assert proc.poll() is None, proc.communicate()[0]
+            assert get(port, f"api.localhost:{port}", "/healthz")[0] == 200
+            victim = min(workers_of(proc.pid))
+            os.kill(victim, signal.SIGSTOP)
+            socks = [request(port) for _ in range(CONNECTIONS)]
+            answered, waiting = [], socks
+            while True:  # until the live process has answered all it will (a second idle)
+                readable, _, _ = select.select(waiting, [], [], 1.0)
+                if not readable:
+                    break
+                answered += [outcome(s) for s in readable]
+                waiting = [s for s in waiting if s not in readable]
+            os.kill(victim, signal.SIGKILL)
+            ends = [outcome(s) for s in waiting]
+            proc.send_signal(signal.SIGTERM)
+            output, _ = proc.communicate(timeout=30)
+    return {"answered_first": answered.count("200"), "waiting": len(waiting),
+            "answered": ends.count("200"), "reset": ends.count("reset"),
+            "other": sorted(e for e in ends if e not in ("200", "reset")),
+            "warned": "tcp_migrate_req is not 1" in output}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--migrate", choices=("0", "1"), required=True)
+    parser.add_argument("--db", required=True)
+    options = parser.parse_args()
+    print(json.dumps(run(options.migrate, options.db)))
+
+
+if __name__ == "__main__":
+    main()
