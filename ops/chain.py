@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Ses
                 break
             time.sleep(settings.chain_worker_interval)
     elif args.action == "reconcile":
-        report = Reconciler(sessions, chain).run()
+        report = Reconciler(sessions, chain, log_blocks=settings.chain_log_blocks).run()
         print(json.dumps(asdict(report), indent=2))
     elif args.action == "budget-drift":
         for row in budget_drift(sessions, chain, utcnow(), record=args.record):
@@ -168,7 +168,7 @@ def connect(settings: Settings) -> JsonRpcChain:
 def worker_policy(settings: Settings) -> BatchPolicy:
     from payments.chain.batching import BatchPolicy
     return BatchPolicy(max_charges=settings.settlement_batch_size,
-                       max_age=settings.settlement_batch_age)
+                       max_age=settings.settlement_batch_age, log_blocks=settings.chain_log_blocks)
 
 
 def _owner_key(path: Path | None) -> str:

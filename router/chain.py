@@ -43,7 +43,8 @@ def open_chain(settings: Settings, params: ChainParams,
 def start_workers(settings: Settings, sessions: sessionmaker[Session],
                   chain: ChainGateway) -> BackgroundWorkers:
     policy = BatchPolicy(max_charges=settings.settlement_batch_size,
-                         max_age=settings.settlement_batch_age)
+                         max_age=settings.settlement_batch_age,
+                         log_blocks=settings.chain_log_blocks)
     on_relayed: OnRelayed = no_hook
     extra: tuple[tuple[str, Callable[[], object]], ...] = ()
     if isinstance(chain, InProcessChain):

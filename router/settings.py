@@ -109,6 +109,8 @@ class Settings:
     # whatever the chain asks. While the base fee is above it nothing is signed: charges and
     # permits wait in the ledger, and a pooled transaction is not replaced past it.
     chain_max_fee_per_gas: int | None = None
+    # The widest block range asked of eth_getLogs at once; lower it to the node provider's cap.
+    chain_log_blocks: int = 5_000
     # The relayer and settlement worker run inside the server (the embedded default);
     # off when `svc-ops chain run` processes do that work instead.
     chain_workers: bool = True
@@ -177,6 +179,8 @@ class Settings:
         if self.chain_max_fee_per_gas is not None and self.chain_max_fee_per_gas < 1:
             raise SettingsError(f"{ENV_PREFIX}CHAIN_MAX_FEE_PER_GAS must be a positive number "
                                 "of wei (or unset: no cap)")
+        if self.chain_log_blocks < 1:
+            raise SettingsError(f"{ENV_PREFIX}CHAIN_LOG_BLOCKS must be at least 1")
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
         if self.keep_alive_timeout < 1:
@@ -341,8 +345,8 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
                   "max_head", "max_headers", "db_workers", "console_session_idle_seconds",
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",
-                  "handoff_ttl_seconds", "chain_confirmations", "settlement_batch_size",
-                  "runtime_manifest_max_bytes", "webhook_max_in_flight")
+                  "handoff_ttl_seconds", "chain_confirmations", "chain_log_blocks",
+                  "settlement_batch_size", "runtime_manifest_max_bytes", "webhook_max_in_flight")
     for name in int_fields:
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), int)

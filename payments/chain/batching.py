@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from eth_utils.address import to_checksum_address
 
 from payments.chain.contracts import RevertInfo, charge_id
-from payments.chain.gateway import ChargeItem, PairPlan, describe_revert
+from payments.chain.gateway import MAX_LOG_BLOCKS, ChargeItem, PairPlan, describe_revert
 from payments.chain.journal import REPLACE_AFTER
 
 # chargeBatch gas, set by us (py-evm's estimate replays a big batch for seconds). Generous
@@ -37,6 +37,9 @@ class BatchPolicy:
     replace_after: timedelta = REPLACE_AFTER
     # A batch recorded without a transaction hash for this long lost its worker.
     unsent_grace: timedelta = timedelta(minutes=2)
+    # The widest eth_getLogs range asked at once (looking for a charge's settlement log,
+    # reconciling).
+    log_blocks: int = MAX_LOG_BLOCKS
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,10 @@ from typing import Any, Protocol
 from payments.chain.contracts import RevertInfo
 from payments.chain.params import ChainParams
 
+# The widest block range asked of eth_getLogs at once: providers refuse wider ones (their
+# caps vary, hence SVCSRV_CHAIN_LOG_BLOCKS).
+MAX_LOG_BLOCKS = 5_000
+
 
 class ChainError(Exception):
     """Something on the chain side went wrong; the message never carries a key."""

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.chain.gateway import ChainGateway, ChargeSettledLog, Receipt
+from payments.chain.gateway import MAX_LOG_BLOCKS, ChainGateway, ChargeSettledLog, Receipt
 from payments.chain.models import ChainCursor, ChainTransaction, FindingKind, TxStatus
 from payments.chain.settlement_states import record_finding, settle_charges
 from payments.db import transaction, utcnow
@@ -34,7 +34,6 @@ from payments.models import App, Product, RiskMode
 
 CURSOR = "reconcile"
 LEDGER_LOOKBACK = timedelta(hours=1)  # re-check recent settlements each run
-MAX_SCAN_BLOCKS = 5_000
 
 
 @dataclass
@@ -55,10 +54,11 @@ class _Evidence:
 
 class Reconciler:
     def __init__(self, sessions: sessionmaker[Session], chain: ChainGateway, *,
-                 clock: Callable[[], datetime] = utcnow) -> None:
+                 clock: Callable[[], datetime] = utcnow, log_blocks: int = MAX_LOG_BLOCKS) -> None:
         self._sessions = sessions
         self._chain = chain
         self._clock = clock
+        self._log_blocks = log_blocks
 
     def run(self, *, from_block: int | None = None, to_block: int | None = None,
             ledger_since: datetime | None = None) -> ReconcileReport:
@@ -72,7 +72,7 @@ class Reconciler:
         else:  # first run: from our first transaction, not from genesis
             start = self._first_block(confirmed)
         # Nodes cap eth_getLogs ranges: catch up a slice per run.
-        end = min(confirmed, start + MAX_SCAN_BLOCKS - 1) if to_block is None else to_block
+        end = min(confirmed, start + self._log_blocks - 1) if to_block is None else to_block
         if ledger_since is None and last_run is not None:
             ledger_since = last_run - LEDGER_LOOKBACK
         report = ReconcileReport(start, end)
@@ -102,7 +102,7 @@ class Reconciler:
     def _first_block(self, confirmed: int) -> int:
         with self._sessions() as session:
             first = session.scalar(select(func.min(ChainTransaction.block_number)))
-        return int(first) if first is not None else max(confirmed - MAX_SCAN_BLOCKS + 1, 0)
+        return int(first) if first is not None else max(confirmed - self._log_blocks + 1, 0)
 
     def _gather(self, start: int, end: int, since: datetime | None) -> _Evidence:
         logs = self._chain.charge_settled_logs(start, end) if end >= start else []

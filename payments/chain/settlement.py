@@ -18,7 +18,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,6 +32,7 @@ from payments.chain.batching import (
     should_flush,
 )
 from payments.chain.checkpoints import Checkpoint, no_checkpoint
+from payments.chain.contracts import charge_id
 from payments.chain.gateway import (
     ChainError,
     ChainGateway,
@@ -61,6 +62,8 @@ from payments.ledger.models import (
 )
 
 log = logging.getLogger(__name__)
+# How far another machine's clock (the API server's, which dates charges) may be ahead.
+CLOCK_LEEWAY = timedelta(hours=1)
 
 
 @dataclass
@@ -276,12 +279,25 @@ class SettlementWorker:
         return None, blamed, proven
 
     def _find_log(self, seq: int) -> ChargeSettledLog | None:
-        """The log that settled ``seq``, searched from our first transaction's block."""
+        """The log that settled ``seq``: from the newest block back, a range at a time (nodes
+        refuse wide eth_getLogs ranges), down to the first block of our transactions recorded
+        since the charge was made (a settlement of it is one of them), or of any of ours."""
         with self._sessions() as session:
-            first = session.scalar(select(func.min(ChainTransaction.block_number)))
-        logs = self._chain.charge_settled_logs(int(first or 0), self._chain.block_number(),
-                                               charge_id=seq.to_bytes(32, "big"))
-        return logs[0] if logs else None
+            made = session.scalar(select(Charge.created_at).where(Charge.seq == seq))
+            first = None
+            if made is not None:  # an hour's leeway for the clocks of other machines
+                first = session.scalar(select(func.min(ChainTransaction.block_number)).where(
+                    ChainTransaction.created_at >= made - CLOCK_LEEWAY))
+            if first is None:
+                first = session.scalar(select(func.min(ChainTransaction.block_number)))
+        low, end = int(first or 0), self._chain.block_number()
+        while end >= low:
+            start = max(low, end - self._policy.log_blocks + 1)
+            logs = self._chain.charge_settled_logs(start, end, charge_id=charge_id(seq))
+            if logs:
+                return logs[0]
+            end = start - 1
+        return None
 
     def _record(self, claim: _Claim, signed: SignedTx | None, blamed: dict[int, str],
                 proven: dict[int, ChargeSettledLog | None], report: CycleReport) -> bool:

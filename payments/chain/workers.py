@@ -44,7 +44,8 @@ class ChainCycle:
                            receipt_timeout=policy.receipt_timeout,
                            replace_after=policy.replace_after),
                    SettlementWorker(sessions, chain, policy=policy),
-                   Reconciler(sessions, chain), reconcile_every, steps)
+                   Reconciler(sessions, chain, log_blocks=policy.log_blocks), reconcile_every,
+                   steps)
 
     def run(self) -> None:
         steps: list[tuple[str, Callable[[], object]]] = [

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import shutil
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select, update
 
 from payments.chain.batching import BatchPolicy
 from payments.chain.contracts import charge_id
-from payments.chain.gateway import ChainRevert
-from payments.chain.in_process import RELAYER_KEY
+from payments.chain.gateway import ChainRevert, ChainUnavailable, ChargeSettledLog
+from payments.chain.in_process import RELAYER_KEY, InProcessChain
 from payments.chain.models import (
     ChainFinding,
     ChainTransaction,
@@ -18,7 +21,7 @@ from payments.chain.models import (
     FindingKind,
     TxKind,
 )
-from payments.db import transaction, utcnow
+from payments.db import make_engine, make_sessionmaker, transaction, utcnow
 from payments.ledger.models import (
     Charge,
     DeliveryStatus,
@@ -219,6 +222,61 @@ def test_a_reused_charge_id_never_moves_money_twice(world: World) -> None:
     assert world.balance(recipient(0)) - paid == 10_000  # only the new charge moved money
     assert len(world.chain.charge_settled_logs(0, world.chain.block_number(),
                                                charge_id(first))) == 1
+
+
+class RangeCappedChain(InProcessChain):
+    """The in-process chain behind a node provider's eth_getLogs cap: a stand-in for the
+    edge of the world (every hosted provider refuses ranges wider than its own limit, which
+    no node we can run here does)."""
+
+    CAP = 4
+    asked: list[tuple[int, int]]  # set by the test
+
+    def charge_settled_logs(self, from_block: int, to_block: int,
+                            charge_id: bytes | None = None) -> list[ChargeSettledLog]:
+        self.asked.append((from_block, to_block))
+        if to_block - from_block + 1 > self.CAP:
+            raise ChainUnavailable(f"ValueError: block range exceeds {self.CAP}")
+        return super().charge_settled_logs(from_block, to_block, charge_id)
+
+
+def test_a_settlement_log_is_found_a_range_at_a_time_under_a_provider_cap(
+        sqlite_template: Path, tmp_path: Path) -> None:
+    """A charge the contract says is settled already (its settlement lost by a restored
+    ledger) is proven by its log, looked for newest blocks first, never wider than
+    ``log_blocks``; asked in one range, the provider's refusal stalled every batch."""
+    shutil.copy(sqlite_template, tmp_path / "svc.db")
+    engine = make_engine(f"sqlite:///{tmp_path / 'svc.db'}")
+    chain = RangeCappedChain.start()
+    assert isinstance(chain, RangeCappedChain)
+    chain.asked = []
+    world = World(make_sessionmaker(engine), chain)
+    world.add_app("game", recipient(0))
+    user = wallet(0)
+    world.authorize(user)
+    world.relayer().run_once()
+    first = world.charge(user)
+    world.worker().run_once()
+    tx_hash = world.charges()[first].settlement_tx_hash
+    chain.mine(20)
+    with transaction(world.sessions) as session:  # the restored ledger
+        session.execute(update(Charge).where(Charge.seq == first).values(
+            settlement_status=S.QUEUED, settlement_tx_hash=None, batch_id=None))
+    second = world.charge(user)
+
+    with pytest.raises(ChainUnavailable, match="exceeds"):  # one range over the cap
+        world.worker(policy=dataclasses.replace(FAST, log_blocks=1_000)).run_once()
+    assert {world.statuses()[first], world.statuses()[second]} == {S.QUEUED}
+    chain.asked = []
+    world.worker(policy=dataclasses.replace(FAST, log_blocks=chain.CAP)).run_once()
+
+    charges = world.charges()
+    assert (charges[first].settlement_status, charges[first].settlement_tx_hash) == (
+        S.SETTLED, tx_hash)
+    assert charges[second].settlement_status == S.SETTLED
+    assert chain.asked and all(end - start + 1 <= chain.CAP for start, end in chain.asked)
+    assert chain.asked[0][1] == max(end for _, end in chain.asked)  # newest first
+    engine.dispose()
 
 
 def test_a_charge_id_settled_by_someone_else_fails_with_a_finding(world: World) -> None:
