@@ -8,16 +8,17 @@ know, an expired budget whose allowance lives on) is reported here for operators
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.gateway import ChainGateway
 from payments.chain.models import FindingKind
 from payments.chain.settlement_states import record_finding
-from payments.db import transaction
+from payments.db import transaction, utcnow
 from payments.ledger.authorizations import remaining
 from payments.ledger.models import (
     Authorization,
@@ -46,22 +47,30 @@ class BudgetDrift:
 
 
 def budget_drift(sessions: sessionmaker[Session], chain: ChainGateway, now: datetime, *,
-                 record: bool = False) -> list[BudgetDrift]:
-    """Every relayed active or revoked budget whose allowance disagrees with the ledger."""
-    with sessions() as session:
-        budgets = list(session.scalars(select(Authorization).where(
-            Authorization.spender == chain.params.spender_lower,
-            Authorization.relay_status == RelayStatus.RELAYED,
-            Authorization.status.in_((AuthorizationStatus.ACTIVE,
-                                      AuthorizationStatus.REVOKED)))))
-        unsettled = _unsettled_by_owner(session, {b.owner_wallet for b in budgets})
+                 record: bool = False, settled_only: bool = False,
+                 only: Collection[str] | None = None) -> list[BudgetDrift]:
+    """Every relayed active or revoked budget whose allowance disagrees with the ledger.
+
+    ``settled_only`` (the chain worker's periodic check) leaves out what a transaction in
+    flight explains: the owners with a charge settling or a relay pending (their allowance
+    may already have moved, the ledger not yet), budgets past their deadline (the allowance
+    of an expired budget lives on until revoked, by design), and any whose ledger figures
+    changed while their allowance was being read. ``only``: these budgets' ids.
+    """
+    budgets, unsettled, busy = _ledger(sessions, chain, now, only)
     found = []
-    for budget in budgets:
-        row = BudgetDrift(budget.id, budget.owner_wallet, budget.status.value,
-                          remaining(budget, now), chain.allowance(budget.owner_wallet),
-                          unsettled.get(budget.owner_wallet, 0))
+    for budget_id, owner, status, left, expired in budgets:
+        if settled_only and (owner in busy or expired):
+            continue
+        row = BudgetDrift(budget_id, owner, status, left, chain.allowance(owner),
+                          unsettled.get(owner, 0))
         if row.drift != 0:
             found.append(row)
+    if settled_only and found:
+        again, unsettled, busy = _ledger(sessions, chain, now, only)
+        still = {b[0]: (b[3], unsettled.get(b[1], 0)) for b in again if b[1] not in busy}
+        found = [row for row in found
+                 if still.get(row.authorization_id) == (row.ledger_remaining, row.unsettled)]
     if record and found:
         with transaction(sessions) as session:
             for row in found:
@@ -71,6 +80,66 @@ def budget_drift(sessions: sessionmaker[Session], chain: ChainGateway, now: date
                     "allowance": str(row.allowance), "unsettled": str(row.unsettled)},
                     key=f"{row.authorization_id}:{row.allowance}:{row.ledger_remaining}")
     return found
+
+
+# (id, owner, status, ledger remaining, past its deadline)
+_Budget = tuple[str, str, str, int, bool]
+
+
+def _compared(spender: str) -> ColumnElement[bool]:
+    return and_(Authorization.spender == spender,
+                Authorization.relay_status == RelayStatus.RELAYED,
+                Authorization.status.in_((AuthorizationStatus.ACTIVE,
+                                          AuthorizationStatus.REVOKED)))
+
+
+def _ledger(sessions: sessionmaker[Session], chain: ChainGateway, now: datetime,
+            only: Collection[str] | None) -> tuple[list[_Budget], dict[str, int], set[str]]:
+    """The budgets to compare, unsettled totals by owner, and the owners with a settlement
+    or a relay in flight, read in one session."""
+    query = select(Authorization).where(_compared(chain.params.spender_lower))
+    if only is not None:
+        query = query.where(Authorization.id.in_(list(only)))
+    with sessions() as session:
+        rows = list(session.scalars(query))
+        budgets = [(b.id, b.owner_wallet, b.status.value, remaining(b, now), b.deadline <= now)
+                   for b in rows]
+        owners = {b[1] for b in budgets}
+        unsettled = _unsettled_by_owner(session, owners)
+        busy = set(session.scalars(select(Charge.owner_wallet).distinct().where(
+            Charge.owner_wallet.in_(owners),
+            Charge.settlement_status == SettlementStatus.SETTLING))) if owners else set()
+        busy |= set(session.scalars(select(Authorization.owner_wallet).distinct().where(
+            Authorization.spender == chain.params.spender_lower,
+            or_(Authorization.relay_status == RelayStatus.PENDING,
+                Authorization.revoke_relay_status == RelayStatus.PENDING))))
+    return budgets, unsettled, busy
+
+
+class DriftWatch:
+    """The chain worker's periodic check: ``per_run`` budgets a run in id order, on from
+    where the last run stopped, then from the start again, so the node is asked a bounded
+    number of allowances each time however many budgets there are."""
+
+    def __init__(self, sessions: sessionmaker[Session], chain: ChainGateway, *,
+                 per_run: int = 200, clock: Callable[[], datetime] = utcnow) -> None:
+        self._sessions = sessions
+        self._chain = chain
+        self._per_run = per_run
+        self._clock = clock
+        self._after = ""
+
+    def __call__(self) -> list[BudgetDrift]:
+        with self._sessions() as session:
+            ids = list(session.scalars(
+                select(Authorization.id).where(_compared(self._chain.params.spender_lower),
+                                               Authorization.id > self._after)
+                .order_by(Authorization.id).limit(self._per_run)))
+        self._after = ids[-1] if len(ids) == self._per_run else ""
+        if not ids:
+            return []
+        return budget_drift(self._sessions, self._chain, self._clock(), record=True,
+                            settled_only=True, only=ids)
 
 
 def _unsettled_by_owner(session: Session, owners: set[str]) -> dict[str, int]:

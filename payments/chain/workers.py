@@ -1,5 +1,6 @@
-"""Running the chain workers: one cycle (relay, settle, now and then reconcile), either as
-a background task of the server (embedded default) or in a loop of ``svc-ops chain run``.
+"""Running the chain workers: one cycle (relay, settle, now and then reconcile and check
+budgets against their allowances), either as a background task of the server (embedded
+default) or in a loop of ``svc-ops chain run``.
 
 The relayer and the settlement worker share one relayer key, so they take turns in one
 thread: their nonces then come from one allocator in order, never racing each other.
@@ -17,6 +18,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.allowlist import sync_new_recipients
 from payments.chain.batching import BatchPolicy
+from payments.chain.budget_drift import DriftWatch
 from payments.chain.gateway import ChainError, ChainGateway
 from payments.chain.reconcile import Reconciler
 from payments.chain.relayer import OnRelayed, Relayer, no_hook
@@ -32,6 +34,9 @@ class ChainCycle:
     reconciler: Reconciler
     reconcile_every: int = 60
     extra: tuple[tuple[str, Callable[[], object]], ...] = ()
+    # budgets against allowances, findings filed (docs/chain.md, "Reconciliation")
+    drift: Callable[[], object] | None = None
+    drift_every: int = 300
     _count: int = 0
 
     @classmethod
@@ -45,7 +50,7 @@ class ChainCycle:
                            replace_after=policy.replace_after),
                    SettlementWorker(sessions, chain, policy=policy),
                    Reconciler(sessions, chain, log_blocks=policy.log_blocks), reconcile_every,
-                   steps)
+                   steps, DriftWatch(sessions, chain))
 
     def run(self) -> None:
         steps: list[tuple[str, Callable[[], object]]] = [
@@ -53,6 +58,8 @@ class ChainCycle:
             ("settlement", self.settlement.run_once)]
         if self._count % self.reconcile_every == 0:
             steps.append(("reconciliation", self.reconciler.run))
+        if self.drift is not None and self._count % self.drift_every == 0:
+            steps.append(("budget drift", self.drift))
         self._count += 1
         for name, step in steps:
             try:

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import cast
 
 import pytest
+from eth_account.signers.local import LocalAccount
 from sqlalchemy import select
 
 from payments.apps import set_pay_to
 from payments.chain.allowlist import set_allowed_recipient, sync_allowlist, sync_new_recipients
-from payments.chain.budget_drift import budget_drift
+from payments.chain.budget_drift import DriftWatch, budget_drift
 from payments.chain.gateway import ChainGateway
 from payments.chain.in_process import DEPLOYER_KEY, RELAYER_KEY
 from payments.chain.models import ChainFinding, FindingKind
 from payments.chain.workers import ChainCycle
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
-from payments.ledger.models import Charge
+from payments.ledger.models import Charge, RelayStatus, SettlementStatus
 from payments.models import AllowlistStatus, App
-from tests.chain.world import FAST, World, recipient, wallet
+from tests.chain.world import FAST, Crash, World, crash_at, recipient, wallet
 
 
 def _status(world: World, slug: str) -> AllowlistStatus:
@@ -68,6 +70,66 @@ def test_budget_drift_compares_remaining_with_the_allowance(world: World) -> Non
         (bob.address.lower(), 1_000_000, 5_000_000, 4_000_000)]
     with world.sessions() as session:
         assert session.scalars(select(ChainFinding.kind)).all() == [FindingKind.BUDGET_DRIFT]
+
+
+def relay_behind_the_ledgers_back(world: World, user: LocalAccount, value: int) -> None:
+    permit = world.sign_permit(user, value)
+    world.chain.transact_as(RELAYER_KEY, world.chain.spender.functions.relayPermit(
+        user.address, value, permit["deadline"], *_vrs(permit["signature"])))
+
+
+def drift_findings(world: World) -> list[str]:
+    with world.sessions() as session:
+        rows = session.scalars(select(ChainFinding).where(
+            ChainFinding.kind == FindingKind.BUDGET_DRIFT).order_by(ChainFinding.id)).all()
+        return [str(row.detail["authorizationId"]) for row in rows]
+
+
+def test_the_chain_worker_files_drift_only_where_nothing_is_in_flight(any_world: World) -> None:
+    """Its cycle checks budgets against allowances and files findings, leaving out what a
+    transaction on its way explains: a batch mined but not yet applied (the allowance moved
+    first), a revoke not yet relayed, a budget past its deadline (its allowance lives on by
+    design). The operator's command lists those too."""
+    world = any_world
+    alice, bob, carol = wallet(0), wallet(1), wallet(2)
+    budgets = {user.address: world.authorize(user) for user in (alice, bob, carol)}
+    world.relayer().run_once()
+    relay_behind_the_ledgers_back(world, bob, 5_000_000)  # drift: the chain lets us take more
+    world.charge(alice)
+    with pytest.raises(Crash):  # alice's batch mined, its charge still `settling` here
+        world.worker(crash_at("broadcast")).run_once()
+    world.revoke(carol, nonce=1)  # revoked here, its allowance still on chain
+
+    listed = {row.authorization_id for row in budget_drift(world.sessions, world.chain,
+                                                           utcnow())}
+    assert listed == set(budgets.values())  # the command: every difference, explained or not
+    far = utcnow() + timedelta(days=3650)
+    assert DriftWatch(world.sessions, world.chain, clock=lambda: far)() == []  # all expired
+
+    found = DriftWatch(world.sessions, world.chain)()
+
+    assert [row.authorization_id for row in found] == [budgets[bob.address]]
+    assert drift_findings(world) == [budgets[bob.address]]
+    ChainCycle.build(world.sessions, world.chain, FAST).run()  # what was in flight lands
+    assert set(world.statuses().values()) == {SettlementStatus.SETTLED}
+    assert world.authorization(budgets[carol.address]).revoke_relay_status == RelayStatus.RELAYED
+    assert drift_findings(world) == [budgets[bob.address]]  # the same drift: one finding
+    relay_behind_the_ledgers_back(world, alice, 3_000_000)
+    ChainCycle.build(world.sessions, world.chain, FAST).run()  # its first cycle checks
+    assert drift_findings(world) == [budgets[bob.address], budgets[alice.address]]
+
+
+def test_the_drift_check_goes_round_the_budgets_a_few_at_a_time(world: World) -> None:
+    users = [wallet(i) for i in range(3)]
+    ids = sorted(world.authorize(user) for user in users)
+    world.relayer().run_once()
+    for user in users:
+        relay_behind_the_ledgers_back(world, user, 2_000_000)
+    watch = DriftWatch(world.sessions, world.chain, per_run=2)
+
+    runs = [[row.authorization_id for row in watch()] for _ in range(3)]
+
+    assert runs == [ids[:2], ids[2:], ids[:2]]
 
 
 def _vrs(signature: str) -> tuple[int, bytes, bytes]:
