@@ -226,6 +226,10 @@ class Relayer:
     def _apply(self, receipt: Receipt) -> int:
         reason = None if receipt.succeeded else describe_revert(
             self._chain.revert_reason(receipt.tx_hash))
+        # A relay signed again after its first transaction was dropped (the node said its
+        # nonce was taken, and did not know it) reverts when that first one was mined after
+        # all (behind a load balancer, another node had it): the permit is on chain.
+        earlier = None if reason is None else self._dropped_but_mined(receipt.tx_hash)
         with transaction(self._sessions) as session:
             tx = session.scalar(select(ChainTransaction).where(
                 ChainTransaction.tx_hash == receipt.tx_hash).with_for_update())
@@ -233,6 +237,15 @@ class Relayer:
                 return 0
             tx.status = TxStatus.CONFIRMED if reason is None else TxStatus.REVERTED
             tx.block_number, tx.error, tx.resolved_at = receipt.block_number, reason, self._clock()
+            if earlier is not None:
+                mined = session.scalar(select(ChainTransaction).where(
+                    ChainTransaction.tx_hash == earlier.tx_hash).with_for_update())
+                if mined is not None and mined.status == TxStatus.DROPPED:
+                    mined.status, mined.block_number = TxStatus.CONFIRMED, earlier.block_number
+                    mined.error, mined.resolved_at = None, self._clock()
+                    reason = None
+                    log.warning("relay of %s: %s reverted, its dropped %s was mined after all",
+                                tx.authorization_id, receipt.tx_hash, earlier.tx_hash)
             drop_pending(session, and_(ChainTransaction.authorization_id == tx.authorization_id,
                                        ChainTransaction.kind == tx.kind,
                                        ChainTransaction.id != tx.id),
@@ -248,6 +261,23 @@ class Relayer:
         elif reason is not None:
             log.warning("relay of %s failed on chain: %s", tx.authorization_id, reason)
         return 1
+
+    def _dropped_but_mined(self, tx_hash: str) -> Receipt | None:
+        """A successful receipt of a transaction of the same relay that was marked dropped."""
+        with self._sessions() as session:
+            row = session.scalar(select(ChainTransaction).where(
+                ChainTransaction.tx_hash == tx_hash))
+            if row is None or row.authorization_id is None:
+                return None
+            dropped = session.scalars(select(ChainTransaction.tx_hash).where(
+                ChainTransaction.authorization_id == row.authorization_id,
+                ChainTransaction.kind == row.kind, ChainTransaction.status == TxStatus.DROPPED,
+                ChainTransaction.tx_hash.is_not(None))).all()
+        for earlier in dropped:
+            found = self._chain.receipt(earlier) if earlier else None
+            if found is not None and found.succeeded:
+                return found
+        return None
 
     def _settle_status(self, job: _Job, status: RelayStatus, tx_hash: str | None,
                        reason: str | None) -> int:

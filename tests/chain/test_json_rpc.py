@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from eth_account import Account
 from eth_typing import HexStr
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from web3 import HTTPProvider, Web3
 from web3.types import RPCEndpoint
 
@@ -23,9 +23,10 @@ from payments.chain.json_rpc import JsonRpcChain
 from payments.chain.models import ChainTransaction, ChargeRetry, TxStatus
 from payments.chain.reconcile import Reconciler
 from payments.chain.relayer import Relayer
-from payments.chain.settlement import SettlementWorker
-from payments.db import make_engine, make_sessionmaker
+from payments.chain.settlement import SettlementWorker, signed_tx
+from payments.db import make_engine, make_sessionmaker, transaction
 from payments.ledger.models import (
+    AuthorizationStatus,
     Charge,
     DeliveryStatus,
     RelayStatus,
@@ -37,7 +38,7 @@ from payments.runtime.models import OperatorAction
 from router.chain import open_chain
 from router.settings import load_settings
 from tests.chain.hardhat import OWNER_KEY, RELAYER_KEY, HardhatNode, hardhat_node
-from tests.chain.world import World, recipient, wallet
+from tests.chain.world import Crash, World, crash_at, recipient, wallet
 from tests.conftest import fresh_pg_database
 
 S = SettlementStatus
@@ -480,3 +481,46 @@ def test_a_pooled_batch_is_not_replaced_past_the_operator_cap(
     (mined,) = batch_txs(world, batch_id)
     assert (mined.tx_hash, mined.status) == (first.tx_hash, TxStatus.CONFIRMED)
     assert {seq: world.statuses()[seq] for seq in seqs} == dict.fromkeys(seqs, S.SETTLED)
+
+
+def test_a_dropped_relay_mined_after_all_leaves_the_budget_relayed(
+        rpc_world: World, node: HardhatNode) -> None:
+    """A node said the permit's nonce was taken and did not know the transaction: the
+    relayer dropped it and signed the permit again under the next nonce. Another node behind
+    the same URL had it, and mined it first, so the second transaction reverts (the permit's
+    token nonce is spent). The permit is on chain: the budget stays relayed and active, its
+    charge settles; before, that revert failed the budget and its charges for good."""
+    world = rpc_world
+    user = wallet(27)
+    auth = world.authorize(user)
+    seq = world.charge(user)
+
+    def relays() -> list[ChainTransaction]:
+        with world.sessions() as session:
+            return list(session.scalars(select(ChainTransaction).where(
+                ChainTransaction.authorization_id == auth).order_by(ChainTransaction.id)))
+    try:
+        node_call(node, "evm_setAutomine", False)
+        with pytest.raises(Crash):
+            world.relayer(crash_at("recorded")).run_once()
+        (first,) = relays()
+        world.chain.broadcast(signed_tx(first))  # pooled at one node...
+        with transaction(world.sessions) as session:  # ...refused at another: dropped
+            session.execute(update(ChainTransaction).where(ChainTransaction.id == first.id)
+                            .values(status=TxStatus.DROPPED))
+        Relayer(world.sessions, world.chain, receipt_timeout=0.2).run_once()  # signed again
+        _, second = relays()
+        assert (second.status, second.nonce) == (TxStatus.PENDING, (first.nonce or 0) + 1)
+    finally:
+        node_call(node, "evm_setAutomine", True)
+        node_call(node, "evm_mine")  # the first is mined, and the second reverts
+
+    world.relayer().run_once()
+
+    assert [tx.status for tx in relays()] == [TxStatus.CONFIRMED, TxStatus.REVERTED]
+    budget = world.authorization(auth)
+    assert (budget.relay_status, budget.status) == (RelayStatus.RELAYED,
+                                                    AuthorizationStatus.ACTIVE)
+    assert world.chain.allowance(user.address) == 1_000_000
+    world.worker().run_once()
+    assert world.statuses()[seq] == S.SETTLED
