@@ -106,13 +106,16 @@ def _ledger(sessions: sessionmaker[Session], chain: ChainGateway, now: datetime,
                    for b in rows]
         owners = {b[1] for b in budgets}
         unsettled = _unsettled_by_owner(session, owners)
-        busy = set(session.scalars(select(Charge.owner_wallet).distinct().where(
-            Charge.owner_wallet.in_(owners),
-            Charge.settlement_status == SettlementStatus.SETTLING))) if owners else set()
-        busy |= set(session.scalars(select(Authorization.owner_wallet).distinct().where(
-            Authorization.spender == chain.params.spender_lower,
-            or_(Authorization.relay_status == RelayStatus.PENDING,
-                Authorization.revoke_relay_status == RelayStatus.PENDING))))
+        busy: set[str] = set()
+        if owners:
+            busy.update(session.scalars(select(Charge.owner_wallet).distinct().where(
+                Charge.owner_wallet.in_(owners),
+                Charge.settlement_status == SettlementStatus.SETTLING)))
+            busy.update(session.scalars(select(Authorization.owner_wallet).distinct().where(
+                Authorization.owner_wallet.in_(owners),
+                Authorization.spender == chain.params.spender_lower,
+                or_(Authorization.relay_status == RelayStatus.PENDING,
+                    Authorization.revoke_relay_status == RelayStatus.PENDING))))
     return budgets, unsettled, busy
 
 
