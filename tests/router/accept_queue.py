@@ -1,14 +1,15 @@
 """What becomes of connections queued to a server process that exits, in a network namespace
-of its own (run as ``unshare -n python -m tests.router.accept_queue --migrate 0|1 --db URL``
-by tests/router/test_processes.py; nothing here touches the machine's own network).
+of its own (run as ``unshare -n python -m tests.router.accept_queue --db URL`` by
+tests/router/test_processes.py; nothing here touches the machine's own network).
 
-Inside the namespace: loopback up, ``net.ipv4.tcp_migrate_req`` set as asked (the setting is
-the namespace's), Redis, and ``svc-server serve`` with two processes. One process is stopped
-(SIGSTOP: it accepts nothing), connections are opened, each sending a request; those the
-other process has not answered once it falls idle for a second wait in the stopped one's
-accept queue. Then
-it is killed, and each waiting connection is read to its end. Prints, as JSON, how many
-waited, how many of those got a 200 answer and how many were reset.
+Inside the namespace: loopback up, Redis, and ``svc-server serve`` with two processes,
+started with ``net.ipv4.tcp_migrate_req`` at 0 (the setting is the namespace's). Then twice,
+at 0 and at 1: one process is stopped (SIGSTOP: it accepts nothing), connections are opened,
+each sending a request; those the other process has not answered once it falls idle for a
+second wait in the stopped one's accept queue. Then it is killed, each waiting connection
+is read to its end, and the supervisor's replacement is waited for. Prints, as JSON, for
+each setting how many waited, how many of those got a 200 answer and how many were reset,
+and whether the supervisor warned about the setting at start.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tests.support.services import free_port, listeners, redis_server
 from tests.support.waits import wait_for
 
 CONNECTIONS = 64
+SETTING = Path("/proc/sys/net/ipv4/tcp_migrate_req")
 
 
 def request(port: int) -> socket.socket:
@@ -50,44 +52,52 @@ def outcome(sock: socket.socket) -> str:
     return data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.1 ") else "closed"
 
 
-def run(migrate: str, db_url: str) -> dict[str, object]:
+def kill_one_with_a_queue(port: int, supervisor: int) -> dict[str, object]:
+    """Stop a process, queue connections on it, kill it; how they ended."""
+    wait_for(lambda: listeners(port) == 2 and len(workers_of(supervisor)) == 2, 90,
+             "both processes listening")
+    assert get(port, f"api.localhost:{port}", "/healthz")[0] == 200
+    victim = min(workers_of(supervisor))
+    os.kill(victim, signal.SIGSTOP)
+    socks = [request(port) for _ in range(CONNECTIONS)]
+    answered, waiting = [], socks
+    while True:  # until the live process has answered all it will (a second idle)
+        readable, _, _ = select.select(waiting, [], [], 1.0)
+        if not readable:
+            break
+        answered += [outcome(s) for s in readable]
+        waiting = [s for s in waiting if s not in readable]
+    os.kill(victim, signal.SIGKILL)
+    ends = [outcome(s) for s in waiting]
+    wait_for(lambda: victim not in workers_of(supervisor), 30, "the killed process gone")
+    return {"answered_first": answered.count("200"), "waiting": len(waiting),
+            "answered": ends.count("200"), "reset": ends.count("reset"),
+            "other": sorted(e for e in ends if e not in ("200", "reset"))}
+
+
+def run(db_url: str) -> dict[str, object]:
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    Path("/proc/sys/net/ipv4/tcp_migrate_req").write_text(migrate)
+    SETTING.write_text("0")
+    results: dict[str, object] = {}
     with redis_server() as redis_url, tempfile.TemporaryDirectory() as cwd:
         port = free_port()
         env = server_env(port, SVCSRV_DATABASE_URL=db_url, SVCSRV_REDIS_URL=redis_url,
                          SVCSRV_PROCESSES="2")
         with serving(env, Path(cwd)) as proc:
-            wait_for(lambda: proc.poll() is not None or listeners(port) == 2, 90,
-                     "both processes listening")
-            assert proc.poll() is None, proc.communicate()[0]
-            assert get(port, f"api.localhost:{port}", "/healthz")[0] == 200
-            victim = min(workers_of(proc.pid))
-            os.kill(victim, signal.SIGSTOP)
-            socks = [request(port) for _ in range(CONNECTIONS)]
-            answered, waiting = [], socks
-            while True:  # until the live process has answered all it will (a second idle)
-                readable, _, _ = select.select(waiting, [], [], 1.0)
-                if not readable:
-                    break
-                answered += [outcome(s) for s in readable]
-                waiting = [s for s in waiting if s not in readable]
-            os.kill(victim, signal.SIGKILL)
-            ends = [outcome(s) for s in waiting]
+            for setting in ("0", "1"):
+                SETTING.write_text(setting)
+                results[setting] = kill_one_with_a_queue(port, proc.pid)
             proc.send_signal(signal.SIGTERM)
             output, _ = proc.communicate(timeout=30)
-    return {"answered_first": answered.count("200"), "waiting": len(waiting),
-            "answered": ends.count("200"), "reset": ends.count("reset"),
-            "other": sorted(e for e in ends if e not in ("200", "reset")),
-            "warned": "tcp_migrate_req is not 1" in output}
+    results["warned"] = "tcp_migrate_req is not 1" in output
+    return results
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--migrate", choices=("0", "1"), required=True)
     parser.add_argument("--db", required=True)
     options = parser.parse_args()
-    print(json.dumps(run(options.migrate, options.db)))
+    print(json.dumps(run(options.db)))
 
 
 if __name__ == "__main__":
