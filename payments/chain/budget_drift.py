@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
@@ -68,7 +69,8 @@ def budget_drift(sessions: sessionmaker[Session], chain: ChainGateway, now: date
             found.append(row)
     if settled_only and found:
         again, unsettled, busy = _ledger(sessions, chain, now, only)
-        still = {b[0]: (b[3], unsettled.get(b[1], 0)) for b in again if b[1] not in busy}
+        still = {b.id: (b.remaining, unsettled.get(b.owner, 0)) for b in again
+                 if b.owner not in busy}
         found = [row for row in found
                  if still.get(row.authorization_id) == (row.ledger_remaining, row.unsettled)]
     if record and found:
@@ -82,8 +84,12 @@ def budget_drift(sessions: sessionmaker[Session], chain: ChainGateway, now: date
     return found
 
 
-# (id, owner, status, ledger remaining, past its deadline)
-_Budget = tuple[str, str, str, int, bool]
+class _Budget(NamedTuple):
+    id: str
+    owner: str
+    status: str
+    remaining: int
+    expired: bool  # past its deadline
 
 
 def _compared(spender: str) -> ColumnElement[bool]:
@@ -102,9 +108,9 @@ def _ledger(sessions: sessionmaker[Session], chain: ChainGateway, now: datetime,
         query = query.where(Authorization.id.in_(list(only)))
     with sessions() as session:
         rows = list(session.scalars(query))
-        budgets = [(b.id, b.owner_wallet, b.status.value, remaining(b, now), b.deadline <= now)
-                   for b in rows]
-        owners = {b[1] for b in budgets}
+        budgets = [_Budget(b.id, b.owner_wallet, b.status.value, remaining(b, now),
+                           b.deadline <= now) for b in rows]
+        owners = {b.owner for b in budgets}
         unsettled = _unsettled_by_owner(session, owners)
         busy: set[str] = set()
         if owners:

@@ -61,22 +61,25 @@ def _any_receipt(chain: ChainGateway, txs: Sequence[SignedTx]) -> Outcome | None
     for tx in txs:
         receipt = chain.receipt(tx.tx_hash)
         if receipt is not None:
-            return (Mined(receipt) if receipt.confirmations >= chain.confirmations
-                    else Waiting(mined=True))
+            return _decided(chain, receipt)
     return None
+
+
+def _decided(chain: ChainGateway, receipt: Receipt) -> Outcome:
+    """A receipt decides once it has enough confirmations; until then it only waits."""
+    return Mined(receipt) if receipt.confirmations >= chain.confirmations else Waiting(mined=True)
 
 
 def resolve(chain: ChainGateway, tx: SignedTx, wait: float) -> Outcome:
     receipt = chain.receipt(tx.tx_hash)
     if receipt is not None:
-        return (Mined(receipt) if receipt.confirmations >= chain.confirmations
-                else Waiting(mined=True))
+        return _decided(chain, receipt)
     if chain.mined_nonce(tx.sender) > tx.nonce:
         # Our receipt may have landed between the two reads: look once more.
         late = chain.receipt(tx.tx_hash)
         if late is None:
             return Dropped()
-        return Mined(late) if late.confirmations >= chain.confirmations else Waiting(mined=True)
+        return _decided(chain, late)
     try:
         chain.broadcast(tx)
     except NonceTaken:  # held by another transaction in the pool (or one mined since)

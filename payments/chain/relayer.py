@@ -36,7 +36,7 @@ from payments.chain.journal import (
     resolve_replaced,
 )
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
-from payments.chain.settlement import drop_pending, signed_tx
+from payments.chain.settlement import drop_pending, finish_tx, signed_tx
 from payments.chain.settlement_states import abandon_charges
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
@@ -235,14 +235,14 @@ class Relayer:
                 ChainTransaction.tx_hash == receipt.tx_hash).with_for_update())
             if tx is None or tx.status != TxStatus.PENDING or tx.authorization_id is None:
                 return 0
-            tx.status = TxStatus.CONFIRMED if reason is None else TxStatus.REVERTED
-            tx.block_number, tx.error, tx.resolved_at = receipt.block_number, reason, self._clock()
+            finish_tx(tx, TxStatus.CONFIRMED if reason is None else TxStatus.REVERTED,
+                      receipt.block_number, reason, self._clock())
             if earlier is not None:
                 mined = session.scalar(select(ChainTransaction).where(
                     ChainTransaction.tx_hash == earlier.tx_hash).with_for_update())
                 if mined is not None and mined.status == TxStatus.DROPPED:
-                    mined.status, mined.block_number = TxStatus.CONFIRMED, earlier.block_number
-                    mined.error, mined.resolved_at = None, self._clock()
+                    finish_tx(mined, TxStatus.CONFIRMED, earlier.block_number, None,
+                              self._clock())
                     reason = None
                     log.warning("relay of %s: %s reverted, its dropped %s was mined after all",
                                 tx.authorization_id, receipt.tx_hash, earlier.tx_hash)

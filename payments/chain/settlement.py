@@ -400,8 +400,7 @@ class SettlementWorker:
                    block: int | None, error: str | None) -> None:
         tx = session.scalar(select(ChainTransaction).where(ChainTransaction.tx_hash == tx_hash))
         if tx is not None:
-            tx.status, tx.block_number, tx.resolved_at = status, block, self._clock()
-            tx.error = error[:300] if error else None
+            finish_tx(tx, status, block, error, self._clock())
 
 
 def _record_tx(session: Session, batch: SettlementBatch, signed: SignedTx,
@@ -413,6 +412,14 @@ def _record_tx(session: Session, batch: SettlementBatch, signed: SignedTx,
         kind=TxKind.CHARGE_BATCH, status=TxStatus.PENDING, sender=signed.sender,
         nonce=signed.nonce, tx_hash=signed.tx_hash, raw=signed.raw, batch_id=batch.id,
         created_at=now))
+
+
+def finish_tx(tx: ChainTransaction, status: TxStatus, block: int | None, error: str | None,
+              now: datetime) -> None:
+    """A mined transaction's outcome on its row: the block, and the decoded revert (as much
+    as the column holds)."""
+    tx.status, tx.block_number, tx.resolved_at = status, block, now
+    tx.error = error[:300] if error else None
 
 
 def drop_pending(session: Session, which: ColumnElement[bool], why: str,

@@ -62,11 +62,16 @@ def capped_fees(base: int, priority: int, cap: int | None) -> tuple[int, int]:
     max_fee = 2 * base + priority
     if cap is None:
         return max_fee, priority
+    refuse_above_cap(base, cap)
+    max_fee = min(max_fee, cap)
+    return max_fee, min(priority, max_fee)
+
+
+def refuse_above_cap(base: int, cap: int) -> None:
+    """FeeAboveCap when no transaction offering at most ``cap`` could enter a block."""
     if cap < base:
         raise FeeAboveCap(f"the base fee is {base} wei per gas, above the cap of {cap} "
                           "(SVCSRV_CHAIN_MAX_FEE_PER_GAS): nothing is signed until it falls")
-    max_fee = min(max_fee, cap)
-    return max_fee, min(priority, max_fee)
 
 
 def hex32(value: bytes | str) -> str:
@@ -142,8 +147,8 @@ class Web3Chain:
             raise self._unavailable(exc) from None
 
     def check_fees(self) -> None:
-        if self._fee_cap is not None:
-            self._read(self._fees)
+        if self._fee_cap is not None:  # the base fee alone decides: no tip asked
+            refuse_above_cap(self._read(self._base_fee), self._fee_cap)
 
     def replacement(self, tx: SignedTx) -> SignedTx | None:
         old = TypedTransaction.from_bytes(HexBytes(tx.raw)).as_dict()
@@ -289,12 +294,15 @@ class Web3Chain:
         detail["relayerBalanceWei"] = str(balance)
         if balance == 0:
             problems.append("the relayer has no gas money")
-        base = int(self._w3.eth.get_block("latest").get("baseFeePerGas") or 0)
+        base = self._base_fee()
         detail["baseFeePerGasWei"] = str(base)
         detail["maxFeePerGasWei"] = None if self._fee_cap is None else str(self._fee_cap)
-        if self._fee_cap is not None and base > self._fee_cap:
-            problems.append("the base fee is above the fee cap (SVCSRV_CHAIN_MAX_FEE_PER_GAS): "
-                            "nothing is signed until it falls")
+        if self._fee_cap is not None:
+            try:
+                refuse_above_cap(base, self._fee_cap)
+            except FeeAboveCap:
+                problems.append("the base fee is above the fee cap "
+                                "(SVCSRV_CHAIN_MAX_FEE_PER_GAS): nothing is signed until it falls")
         if problems:
             detail["problems"] = problems
         return Readiness("down" if problems else "ok", detail)
@@ -345,12 +353,15 @@ class Web3Chain:
     def _fees(self) -> tuple[int, int]:
         """EIP-1559: room for the base fee to double, plus the node's suggested tip; never
         above the operator's cap, and nothing at all while the base fee is over it."""
-        base = int(self._w3.eth.get_block("latest").get("baseFeePerGas") or 0)
+        base = self._base_fee()
         try:
             priority = int(self._w3.eth.max_priority_fee)
         except Exception:  # not every node implements eth_maxPriorityFeePerGas
             priority = DEFAULT_PRIORITY_FEE
         return capped_fees(base, priority, self._fee_cap)
+
+    def _base_fee(self) -> int:
+        return int(self._w3.eth.get_block("latest").get("baseFeePerGas") or 0)
 
     def _read(self, fn: Callable[[], T]) -> T:
         with self._lock:

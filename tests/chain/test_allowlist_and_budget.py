@@ -59,11 +59,7 @@ def test_budget_drift_compares_remaining_with_the_allowance(world: World) -> Non
     assert budget_drift(world.sessions, world.chain, utcnow()) == []
 
     # Someone relays a bigger permit behind the ledger's back: the allowance drifts.
-    permit = world.sign_permit(bob, 5_000_000)
-    world.chain.transact_as(RELAYER_KEY,
-                            world.chain.spender.functions.relayPermit(
-                                bob.address, 5_000_000, permit["deadline"],
-                                *_vrs(permit["signature"])))
+    relay_behind_the_ledgers_back(world, bob, 5_000_000)
     drift = budget_drift(world.sessions, world.chain, utcnow(), record=True)
 
     assert [(d.owner, d.ledger_remaining, d.allowance, d.drift) for d in drift] == [

@@ -275,6 +275,13 @@ def batch_txs(world: World, batch_id: str) -> list[ChainTransaction]:
             ChainTransaction.batch_id == batch_id).order_by(ChainTransaction.id)))
 
 
+def relay_txs(world: World, authorization_id: str) -> list[ChainTransaction]:
+    with world.sessions() as session:
+        return list(session.scalars(select(ChainTransaction).where(
+            ChainTransaction.authorization_id == authorization_id)
+            .order_by(ChainTransaction.id)))
+
+
 def test_a_batch_priced_out_by_a_rising_base_fee_is_sent_again_with_higher_fees(
         rpc_world: World, node: HardhatNode) -> None:
     """Its transaction offers a fee cap the chain's base fee has passed: no block takes it,
@@ -338,16 +345,10 @@ def test_a_permit_relay_priced_out_is_sent_again_with_higher_fees(
     relayer = Relayer(world.sessions, world.chain, receipt_timeout=0.5,
                       replace_after=timedelta(0))
     eth = Web3(HTTPProvider(node.url)).eth
-
-    def relays() -> list[ChainTransaction]:
-        with world.sessions() as session:
-            return list(session.scalars(select(ChainTransaction).where(
-                ChainTransaction.authorization_id == authorization_id)
-                .order_by(ChainTransaction.id)))
     try:
         node_call(node, "evm_setAutomine", False)
         assert relayer.run_once() == 0  # sent, in the pool
-        (first,) = relays()
+        (first,) = relay_txs(world, authorization_id)
         assert first.tx_hash is not None
         offered = int(eth.get_transaction(HexStr(first.tx_hash))["maxFeePerGas"])
         node_call(node, "hardhat_setNextBlockBaseFeePerGas", hex(offered * 4))
@@ -355,7 +356,7 @@ def test_a_permit_relay_priced_out_is_sent_again_with_higher_fees(
 
         assert relayer.run_once() == 0
 
-        old, new = relays()
+        old, new = relay_txs(world, authorization_id)
         assert (old.status, new.status, new.nonce) == (TxStatus.PENDING, TxStatus.PENDING,
                                                        first.nonce)
         assert world.authorization(authorization_id).relay_tx_hash == new.tx_hash
@@ -364,7 +365,7 @@ def test_a_permit_relay_priced_out_is_sent_again_with_higher_fees(
         node_call(node, "evm_mine")
     assert relayer.run_once() == 1
 
-    old, new = relays()
+    old, new = relay_txs(world, authorization_id)
     assert (old.status, new.status) == (TxStatus.DROPPED, TxStatus.CONFIRMED)
     budget = world.authorization(authorization_id)
     assert (budget.relay_status, budget.relay_tx_hash) == (RelayStatus.RELAYED, new.tx_hash)
@@ -494,22 +495,17 @@ def test_a_dropped_relay_mined_after_all_leaves_the_budget_relayed(
     user = wallet(27)
     auth = world.authorize(user)
     seq = world.charge(user)
-
-    def relays() -> list[ChainTransaction]:
-        with world.sessions() as session:
-            return list(session.scalars(select(ChainTransaction).where(
-                ChainTransaction.authorization_id == auth).order_by(ChainTransaction.id)))
     try:
         node_call(node, "evm_setAutomine", False)
         with pytest.raises(Crash):
             world.relayer(crash_at("recorded")).run_once()
-        (first,) = relays()
+        (first,) = relay_txs(world, auth)
         world.chain.broadcast(signed_tx(first))  # pooled at one node...
         with transaction(world.sessions) as session:  # ...refused at another: dropped
             session.execute(update(ChainTransaction).where(ChainTransaction.id == first.id)
                             .values(status=TxStatus.DROPPED))
         Relayer(world.sessions, world.chain, receipt_timeout=0.2).run_once()  # signed again
-        _, second = relays()
+        _, second = relay_txs(world, auth)
         assert (second.status, second.nonce) == (TxStatus.PENDING, (first.nonce or 0) + 1)
     finally:
         node_call(node, "evm_setAutomine", True)
@@ -517,7 +513,7 @@ def test_a_dropped_relay_mined_after_all_leaves_the_budget_relayed(
 
     world.relayer().run_once()
 
-    assert [tx.status for tx in relays()] == [TxStatus.CONFIRMED, TxStatus.REVERTED]
+    assert [tx.status for tx in relay_txs(world, auth)] == [TxStatus.CONFIRMED, TxStatus.REVERTED]
     budget = world.authorization(auth)
     assert (budget.relay_status, budget.status) == (RelayStatus.RELAYED,
                                                     AuthorizationStatus.ACTIVE)
