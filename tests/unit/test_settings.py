@@ -68,6 +68,7 @@ def test_production_from_environment() -> None:
     ({"SVCSRV_KEEP_ALIVE_TIMEOUT": "0"}, "KEEP_ALIVE_TIMEOUT must be at least 1"),
     ({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": "0"}, "CHAIN_MAX_FEE_PER_GAS must be a positive"),
     ({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": "5 gwei"}, "CHAIN_MAX_FEE_PER_GAS must be a number"),
+    ({"SVCSRV_CHAIN_LOG_BLOCKS": "0"}, "CHAIN_LOG_BLOCKS must be at least 1"),
 ])
 def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
@@ -79,6 +80,7 @@ def test_the_fee_cap_is_wei_or_unset() -> None:
     assert load_settings({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": ""}).chain_max_fee_per_gas is None
     assert load_settings({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": " 50000000000 "}
                          ).chain_max_fee_per_gas == 50_000_000_000
+    assert load_settings({"SVCSRV_CHAIN_LOG_BLOCKS": "500"}).chain_log_blocks == 500
 
 
 def test_keep_alive_timeout_reaches_the_server_config() -> None:
