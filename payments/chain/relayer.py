@@ -36,7 +36,7 @@ from payments.chain.journal import (
     resolve_replaced,
 )
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
-from payments.chain.settlement import drop_pending, finish_tx, signed_tx
+from payments.chain.settlement import drop_pending, finish_tx, record_signed, signed_tx
 from payments.chain.settlement_states import abandon_charges
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
@@ -148,7 +148,8 @@ class Relayer:
                 ChainTransaction.kind == row.kind, ChainTransaction.id > row.id).limit(1))
             if authorization is None or newer is not None:
                 return  # replaced by another worker meanwhile
-            _record_tx(session, authorization, row.kind, replacement, self._clock())
+            if not _record_tx(session, authorization, row.kind, replacement, self._clock()):
+                return
         log.warning("relay transaction %s not mined; sent again as %s with higher fees",
                     latest.tx_hash, replacement.tx_hash)
         with contextlib.suppress(ChainError):  # the next cycle resolves it either way
@@ -220,8 +221,7 @@ class Relayer:
                     ChainTransaction.kind == job.kind,
                     ChainTransaction.status == TxStatus.PENDING).limit(1)) is not None:
                 return False
-            _record_tx(session, authorization, job.kind, signed, self._clock())
-            return True
+            return _record_tx(session, authorization, job.kind, signed, self._clock())
 
     def _apply(self, receipt: Receipt) -> int:
         reason = None if receipt.succeeded else describe_revert(
@@ -302,15 +302,15 @@ class Relayer:
 
 
 def _record_tx(session: Session, authorization: Authorization, kind: TxKind,
-               signed: SignedTx, now: datetime) -> None:
+               signed: SignedTx, now: datetime) -> bool:
     """A relay's transaction (its first, or a replacement under the same nonce), written
-    before it is sent; a permit's budget points at it."""
-    session.add(ChainTransaction(
-        kind=kind, status=TxStatus.PENDING, sender=signed.sender, nonce=signed.nonce,
-        tx_hash=signed.tx_hash, raw=signed.raw, authorization_id=authorization.id,
-        created_at=now))
+    before it is sent; a permit's budget points at it. False: not to be sent
+    (:func:`record_signed`)."""
+    if not record_signed(session, signed, now, kind, authorization_id=authorization.id):
+        return False
     if kind is TxKind.PERMIT:
         authorization.relay_tx_hash = signed.tx_hash
+    return True
 
 
 def _permit_failed(session: Session, authorization: Authorization, reason: str,

@@ -149,7 +149,8 @@ class SettlementWorker:
             batch = self._lock_open(session, batch_id)
             if batch is None or batch.tx_hash != latest.tx_hash:
                 return  # resolved, or replaced by another worker, meanwhile
-            _record_tx(session, batch, replacement, self._clock())
+            if not _record_tx(session, batch, replacement, self._clock()):
+                return
         log.warning("settlement batch %s: transaction %s not mined; sent again as %s with "
                     "higher fees", batch_id, latest.tx_hash, replacement.tx_hash)
         with contextlib.suppress(ChainError):  # the next cycle resolves it either way
@@ -313,10 +314,14 @@ class SettlementWorker:
                 fail_charges(session, failing, reason, now, self._policy)
                 report.failed += len(failing)
             self._settle_proven(session, charges, proven, now, report)
-            if signed is None:
+            if signed is None or not _record_tx(session, batch, signed, now):
+                # Nothing to send, or bytes already mined or refused (a lagging node): the
+                # charges not taken out wait for the next batch, unblamed.
+                if signed is not None:
+                    release_charges(session, [c for s, c in charges.items()
+                                              if s not in blamed and s not in proven])
                 batch.status = SettlementStatus.FAILED
                 return False
-            _record_tx(session, batch, signed, now)
             return True
 
     def _settle_proven(self, session: Session, charges: dict[int, Charge],
@@ -404,14 +409,42 @@ class SettlementWorker:
 
 
 def _record_tx(session: Session, batch: SettlementBatch, signed: SignedTx,
-               now: datetime) -> None:
+               now: datetime) -> bool:
     """The batch's transaction (its first, or a replacement under the same nonce), written
-    before it is sent."""
+    before it is sent; False when it must not be sent (:func:`record_signed`)."""
+    if not record_signed(session, signed, now, TxKind.CHARGE_BATCH, batch_id=batch.id):
+        return False
     batch.tx_hash, batch.tx_nonce = signed.tx_hash, signed.nonce
-    session.add(ChainTransaction(
-        kind=TxKind.CHARGE_BATCH, status=TxStatus.PENDING, sender=signed.sender,
-        nonce=signed.nonce, tx_hash=signed.tx_hash, raw=signed.raw, batch_id=batch.id,
-        created_at=now))
+    return True
+
+
+def record_signed(session: Session, signed: SignedTx, now: datetime, kind: TxKind, *,
+                  batch_id: str | None = None, authorization_id: str | None = None) -> bool:
+    """Write ``signed`` down, pending, before it is sent: one row per hash.
+
+    Signing again after a drop gives the very bytes of the dropped transaction when the node
+    reports the same nonce and the fees have not moved (a lagging node, a quiet chain): that
+    row is pending again, now for ``batch_id``/``authorization_id``, and the same bytes are
+    sent again (they are what the nonce is free for, if it is). Bytes recorded as mined or
+    refused are not sent as new: False, and nothing is written."""
+    row = session.scalar(select(ChainTransaction).where(
+        ChainTransaction.tx_hash == signed.tx_hash).with_for_update())
+    if row is None:
+        session.add(ChainTransaction(
+            kind=kind, status=TxStatus.PENDING, sender=signed.sender, nonce=signed.nonce,
+            tx_hash=signed.tx_hash, raw=signed.raw, batch_id=batch_id,
+            authorization_id=authorization_id, created_at=now))
+        return True
+    if row.status != TxStatus.DROPPED or row.kind != kind:
+        log.warning("signed %s again, already recorded %s: not sent", signed.tx_hash,
+                    row.status)
+        return False
+    log.warning("signed %s again after it was dropped (the node gave the same nonce): "
+                "sent again, for %s instead of %s", signed.tx_hash, batch_id or authorization_id,
+                row.batch_id or row.authorization_id)
+    row.status, row.resolved_at, row.error, row.created_at = TxStatus.PENDING, None, None, now
+    row.batch_id, row.authorization_id = batch_id, authorization_id
+    return True
 
 
 def finish_tx(tx: ChainTransaction, status: TxStatus, block: int | None, error: str | None,
