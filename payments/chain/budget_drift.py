@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.gateway import ChainGateway
-from payments.chain.models import FindingKind
+from payments.chain.models import ChainCursor, FindingKind
 from payments.chain.settlement_states import record_finding
 from payments.db import transaction, utcnow
 from payments.ledger.authorizations import remaining
@@ -29,6 +29,7 @@ from payments.ledger.models import (
     SettlementStatus,
 )
 
+CURSOR = "budget_drift"
 _UNSETTLED = (SettlementStatus.QUEUED, SettlementStatus.SETTLING, SettlementStatus.FAILED)
 
 
@@ -128,7 +129,9 @@ def _ledger(sessions: sessionmaker[Session], chain: ChainGateway, now: datetime,
 class DriftWatch:
     """The chain worker's periodic check: ``per_run`` budgets a run in id order, on from
     where the last run stopped, then from the start again, so the node is asked a bounded
-    number of allowances each time however many budgets there are."""
+    number of allowances each time however many budgets there are. Where it stopped is
+    kept in ``chain_cursors`` (shared by the workers, kept over restarts): a worker
+    restarted more often than a round takes would otherwise check only the first budgets."""
 
     def __init__(self, sessions: sessionmaker[Session], chain: ChainGateway, *,
                  per_run: int = 200, clock: Callable[[], datetime] = utcnow) -> None:
@@ -136,19 +139,29 @@ class DriftWatch:
         self._chain = chain
         self._per_run = per_run
         self._clock = clock
-        self._after = ""
 
     def __call__(self) -> list[BudgetDrift]:
         with self._sessions() as session:
+            cursor = session.get(ChainCursor, CURSOR)
+            after = cursor.position or "" if cursor is not None else ""
             ids = list(session.scalars(
                 select(Authorization.id).where(_compared(self._chain.params.spender_lower),
-                                               Authorization.id > self._after)
+                                               Authorization.id > after)
                 .order_by(Authorization.id).limit(self._per_run)))
-        self._after = ids[-1] if len(ids) == self._per_run else ""
-        if not ids:
-            return []
-        return budget_drift(self._sessions, self._chain, self._clock(), record=True,
-                            settled_only=True, only=ids)
+        found = budget_drift(self._sessions, self._chain, self._clock(), record=True,
+                             settled_only=True, only=ids) if ids else []
+        # After the check: one the node failed is tried again from the same place.
+        self._save(ids[-1] if len(ids) == self._per_run else "")
+        return found
+
+    def _save(self, position: str) -> None:
+        with transaction(self._sessions) as session:
+            row = session.get(ChainCursor, CURSOR, with_for_update=True)
+            if row is None:
+                session.add(ChainCursor(name=CURSOR, block=0, position=position,
+                                        updated_at=self._clock()))
+            else:
+                row.position, row.updated_at = position, self._clock()
 
 
 def _unsettled_by_owner(session: Session, owners: set[str]) -> dict[str, int]:

@@ -104,9 +104,11 @@ class ChainFinding(Base):
 
 
 class ChainCursor(Base):
-    """How far a log-scanning job has read (the last block it finished)."""
+    """How far a job has gone: a log-scanning one's last finished block, or, for one that
+    walks rows (the budget drift check), the last row it finished (``block`` unused, 0)."""
 
     __tablename__ = "chain_cursors"
     name: Mapped[str] = mapped_column(String(40), primary_key=True)
     block: Mapped[int] = mapped_column(BigInteger)
+    position: Mapped[str | None] = mapped_column(String(64), default=None, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UtcDateTime, default=utcnow)
