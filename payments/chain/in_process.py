@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eth_account import Account
-from eth_tester import EthereumTester, PyEVMBackend  # type: ignore[import-untyped]
 from eth_utils.address import to_checksum_address
 from web3 import EthereumTesterProvider, Web3
 
@@ -21,6 +20,9 @@ from payments.chain.contracts import load_artifact
 from payments.chain.gateway import ChainError, Receipt
 from payments.chain.params import IN_PROCESS_DEPLOYER, in_process_params
 from payments.chain.web3_chain import Web3Chain
+
+if TYPE_CHECKING:
+    from eth_tester import EthereumTester  # type: ignore[import-untyped]
 
 DEPLOYER_KEY = (1).to_bytes(32, "big")  # eth-tester account 0, the contracts' owner
 RELAYER_KEY = (2).to_bytes(32, "big")  # eth-tester account 1
@@ -34,12 +36,19 @@ class InProcessChain(Web3Chain):
                  lock: threading.RLock | None = None) -> None:
         super().__init__(w3, in_process_params(), relayer_key, confirmations=1,
                          poll_interval=0.01)
+        from eth_tester.exceptions import TransactionFailed  # type: ignore[import-untyped]
+
+        self.reverts = (*self.reverts, TransactionFailed)
         self._tester = tester
         if lock is not None:
             self._lock = lock  # one EVM, one lock: eth-tester is not thread-safe
 
     @classmethod
     def start(cls, allowed_recipients: Iterable[str] = ()) -> InProcessChain:
+        # eth-tester and py-evm here, not at the top: they cost a server that runs on a node
+        # half a second of start (its processes import this module for isinstance checks).
+        from eth_tester import EthereumTester, PyEVMBackend
+
         tester = EthereumTester(PyEVMBackend())
         w3 = Web3(EthereumTesterProvider(tester))
         owner = Account.from_key(DEPLOYER_KEY).address
