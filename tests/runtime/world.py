@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import subprocess
 import sys
@@ -25,16 +24,14 @@ from typing import Any
 import httpx
 import pytest
 import trustme
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.db import transaction, utcnow
-from payments.developer import grants
-from payments.models import App, DomainRequestStatus, PayToStatus
+from payments.models import DomainRequestStatus, PayToStatus
 from router.app import create_app
 from router.settings import Settings
 from tests.factories import add_developer, add_owned_app, open_console_session
 from tests.manifest.origin import PAY_TO, DeveloperOrigin, client_context, developer_origin
+from tests.support.cli_grant import issue_grant, save_grant
 from tests.support.dns import DnsServer, dns_server
 from tests.support.router import router_settings
 from tests.support.servers import serve_router
@@ -64,13 +61,7 @@ class World:
 
     def grant(self, *scopes: str, app: str = SLUG) -> str:
         """A CLI grant token for ``scopes``, issued as the device flow would issue it."""
-        with transaction(self.sessions) as session:
-            now = utcnow()
-            started = grants.start_request(session, app_slug=app, scopes=list(scopes),
-                                           ttl_seconds=3600, now=now)
-            target = session.scalars(select(App).where(App.slug == app)).one()
-            grants.approve(started.record, developer_id=self.developer_id, app=target)
-            return grants.redeem(session, started.device_code, now).token
+        return issue_grant(self.sessions, self.developer_id, app, list(scopes)).token
 
     def api(self, token: str) -> httpx.Client:
         client = httpx.Client(base_url=self.url, timeout=60,
@@ -94,19 +85,10 @@ class World:
                               check=False)
 
     def sign_in(self, scopes: str) -> None:
-        """The real device flow: ``svc auth device``, approved in the console."""
-        cli = subprocess.Popen([SVC, "auth", "device", "--app", SLUG, "--scopes", scopes,
-                                "--json", "--api-url", self.url], cwd=self.home,
-                               env=self.env(), text=True, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
-        assert cli.stdout is not None
-        pending = json.loads(cli.stdout.readline())
-        with self.console() as console:
-            answer = console.post("/api/developer/cli/approve",
-                                  json={"userCode": pending["userCode"], "decision": "approve"})
-        assert answer.status_code == 200, answer.text
-        _, err = cli.communicate(timeout=60)
-        assert cli.returncode == 0, err
+        """Signed in, as ``svc auth device`` approved in the console leaves the CLI (the
+        flow itself: tests/svc/test_cli_end_to_end.py)."""
+        save_grant(self.sessions, self.developer_id, SLUG, scopes, self.home / "config",
+                   self.url)
 
     # The operator's side
 

@@ -17,6 +17,7 @@ from payments.db import transaction
 from payments.developer.models import ApiKey
 from payments.models import App, Product
 from svc.env_file import parse_env
+from tests.support.cli_grant import save_grant
 from tests.svc.test_cli_end_to_end import SVC, World
 
 PAY_TO = "0x" + "ab" * 20
@@ -49,8 +50,8 @@ def refused(world: World, *args: str, exit_code: int,
 
 
 def signed_in(world: World, scopes: str) -> None:
-    done = world.sign_in(scopes)
-    assert done.returncode == 0, done.stderr
+    """As ``svc auth device`` leaves the CLI once approved (tests/support/cli_grant.py)."""
+    save_grant(world.sessions, world.developer_id, "game", scopes, world.config, world.url)
 
 
 def test_app_update_and_upsert_change_only_what_differs(world: World) -> None:
