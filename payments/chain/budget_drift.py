@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.gateway import ChainGateway
@@ -155,13 +156,18 @@ class DriftWatch:
         return found
 
     def _save(self, position: str) -> None:
-        with transaction(self._sessions) as session:
-            row = session.get(ChainCursor, CURSOR, with_for_update=True)
-            if row is None:
-                session.add(ChainCursor(name=CURSOR, block=0, position=position,
-                                        updated_at=self._clock()))
-            else:
-                row.position, row.updated_at = position, self._clock()
+        for _ in range(2):
+            try:
+                with transaction(self._sessions) as session:
+                    row = session.get(ChainCursor, CURSOR, with_for_update=True)
+                    if row is None:
+                        session.add(ChainCursor(name=CURSOR, block=0, position=position,
+                                                updated_at=self._clock()))
+                    else:
+                        row.position, row.updated_at = position, self._clock()
+                return
+            except IntegrityError:
+                continue  # another worker wrote the first row meanwhile: update that one
 
 
 def _unsettled_by_owner(session: Session, owners: set[str]) -> dict[str, int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import cast
 
 import pytest
@@ -11,10 +11,11 @@ from sqlalchemy import select
 
 from payments.apps import set_pay_to
 from payments.chain.allowlist import set_allowed_recipient, sync_allowlist, sync_new_recipients
+from payments.chain.budget_drift import CURSOR as DRIFT_CURSOR
 from payments.chain.budget_drift import DriftWatch, budget_drift
 from payments.chain.gateway import ChainGateway
 from payments.chain.in_process import DEPLOYER_KEY, RELAYER_KEY
-from payments.chain.models import ChainFinding, FindingKind
+from payments.chain.models import ChainCursor, ChainFinding, FindingKind
 from payments.chain.workers import ChainCycle
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
@@ -128,6 +129,31 @@ def test_the_drift_check_goes_round_the_budgets_a_few_at_a_time(world: World) ->
     runs = [run() for _ in range(3)]
 
     assert runs == [ids[:2], ids[2:], ids[:2]]
+
+
+def test_two_workers_saving_the_drift_checks_first_place_at_once(pg_world: World) -> None:
+    """On PostgreSQL (any number of chain workers): the other worker writes the cursor's
+    first row between this one's read and its insert; this one updates that row instead
+    of failing its run."""
+    world = pg_world
+    users = [wallet(i) for i in range(3)]
+    ids = sorted(world.authorize(user) for user in users)
+    world.relayer().run_once()
+    other = DriftWatch(world.sessions, world.chain, per_run=1)
+    calls = 0
+
+    def clock() -> datetime:
+        nonlocal calls
+        calls += 1
+        if calls == 2:  # the first read of the clock while saving (after the check's own)
+            other()
+        return utcnow()
+
+    DriftWatch(world.sessions, world.chain, per_run=2, clock=clock)()
+
+    with world.sessions() as session:
+        [cursor] = session.scalars(select(ChainCursor)).all()
+    assert (cursor.name, cursor.position) == (DRIFT_CURSOR, ids[1])
 
 
 def _vrs(signature: str) -> tuple[int, bytes, bytes]:
