@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.gateway import MAX_LOG_BLOCKS, ChainGateway, ChargeSettledLog, Receipt
 from payments.chain.models import ChainCursor, ChainTransaction, FindingKind, TxStatus
+from payments.chain.settlement import batch_of
 from payments.chain.settlement_states import record_finding, settle_charges
 from payments.db import transaction, utcnow
 from payments.ledger.charges import enqueue_event
@@ -139,8 +140,7 @@ class Reconciler:
             return
         if charge.settlement_status != SettlementStatus.SETTLED:
             previous = charge.settlement_status.value
-            batch_id = session.scalar(select(SettlementBatch.id).where(
-                SettlementBatch.tx_hash == found.tx_hash))
+            batch_id = batch_of(session, found.tx_hash)
             charge.batch_id = batch_id or charge.batch_id
             settle_charges(session, [charge], found.tx_hash, self._chain.params, now,
                            proven=True)

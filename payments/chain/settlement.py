@@ -333,8 +333,7 @@ class SettlementWorker:
             if charge is None:
                 continue
             if found is not None and _matches(charge, found):
-                charge.batch_id = session.scalar(select(SettlementBatch.id).where(
-                    SettlementBatch.tx_hash == found.tx_hash))
+                charge.batch_id = batch_of(session, found.tx_hash)
                 settle_charges(session, [charge], found.tx_hash, self._chain.params, now)
                 report.settled += 1
                 continue
@@ -445,6 +444,13 @@ def record_signed(session: Session, signed: SignedTx, now: datetime, kind: TxKin
     row.status, row.resolved_at, row.error, row.created_at = TxStatus.PENDING, None, None, now
     row.batch_id, row.authorization_id = batch_id, authorization_id
     return True
+
+
+def batch_of(session: Session, tx_hash: str) -> str | None:
+    """The batch our transaction ``tx_hash`` was sent for: its row's (one row per hash;
+    a failed batch keeps the hash of bytes a later batch sent again, :func:`record_signed`)."""
+    return session.scalar(select(ChainTransaction.batch_id).where(
+        ChainTransaction.tx_hash == tx_hash))
 
 
 def finish_tx(tx: ChainTransaction, status: TxStatus, block: int | None, error: str | None,

@@ -6,13 +6,14 @@ one row: the dropped row is pending again, for the new batch or the same relay, 
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from payments.chain.gateway import NonceTaken, SignedTx
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
+from payments.chain.reconcile import Reconciler
 from payments.chain.settlement import record_signed
 from payments.db import transaction, utcnow
-from payments.ledger.models import RelayStatus, SettlementBatch, SettlementStatus
+from payments.ledger.models import Charge, RelayStatus, SettlementBatch, SettlementStatus
 from tests.chain.world import World, recipient, wallet
 
 
@@ -67,6 +68,18 @@ def test_a_batch_signed_again_into_the_same_bytes_is_sent(
         TxStatus.CONFIRMED, None, SettlementStatus.SETTLED)
     assert sorted(b.status for b in batches.values()) == [SettlementStatus.FAILED,
                                                           SettlementStatus.SETTLED]
+    assert {b.tx_hash for b in batches.values()} == {refused[0]}  # the failed one keeps it
+
+    # A restored ledger: reconciliation settles the charges again from the log, in the batch
+    # the transaction's row names, not the failed one that also has its hash.
+    with transaction(world.sessions) as session:
+        session.execute(update(Charge).where(Charge.seq.in_(seqs)).values(
+            settlement_status=SettlementStatus.QUEUED, settlement_tx_hash=None,
+            batch_id=None))
+    Reconciler(world.sessions, world.chain).run(from_block=0)
+    charges = world.charges()
+    assert {(charges[s].settlement_status, charges[s].batch_id) for s in seqs} == {
+        (SettlementStatus.SETTLED, row.batch_id)}
 
 
 def test_a_relay_signed_again_into_the_same_bytes_is_sent(
