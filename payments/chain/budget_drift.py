@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, and_, func, or_, select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.chain.cursors import locked_cursor
 from payments.chain.gateway import ChainGateway
 from payments.chain.models import ChainCursor, FindingKind
 from payments.chain.settlement_states import record_finding
@@ -156,18 +156,9 @@ class DriftWatch:
         return found
 
     def _save(self, position: str) -> None:
-        for _ in range(2):
-            try:
-                with transaction(self._sessions) as session:
-                    row = session.get(ChainCursor, CURSOR, with_for_update=True)
-                    if row is None:
-                        session.add(ChainCursor(name=CURSOR, block=0, position=position,
-                                                updated_at=self._clock()))
-                    else:
-                        row.position, row.updated_at = position, self._clock()
-                return
-            except IntegrityError:
-                continue  # another worker wrote the first row meanwhile: update that one
+        with transaction(self._sessions) as session:
+            row = locked_cursor(session, CURSOR, self._clock())
+            row.position, row.updated_at = position, self._clock()
 
 
 def _unsettled_by_owner(session: Session, owners: set[str]) -> dict[str, int]:

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.chain.cursors import locked_cursor
 from payments.chain.gateway import MAX_LOG_BLOCKS, ChainGateway, ChargeSettledLog, Receipt
 from payments.chain.models import ChainCursor, ChainTransaction, FindingKind, TxStatus
 from payments.chain.settlement import batch_of
@@ -233,11 +234,8 @@ class Reconciler:
 
     @staticmethod
     def _save_cursor(session: Session, block: int, now: datetime) -> None:
-        row = session.get(ChainCursor, CURSOR, with_for_update=True)
-        if row is None:
-            session.add(ChainCursor(name=CURSOR, block=block, updated_at=now))
-        else:
-            row.block, row.updated_at = max(row.block, block), now
+        row = locked_cursor(session, CURSOR, now)
+        row.block, row.updated_at = max(row.block, block), now
 
 
 def _by_tx(logs: Iterable[ChargeSettledLog]) -> dict[str, list[ChargeSettledLog]]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import cast
 
 import pytest
 from eth_account.signers.local import LocalAccount
-from sqlalchemy import select
+from sqlalchemy import event, select
+from sqlalchemy.orm import Session
 
 from payments.apps import set_pay_to
 from payments.chain.allowlist import set_allowed_recipient, sync_allowlist, sync_new_recipients
@@ -140,17 +141,20 @@ def test_two_workers_saving_the_drift_checks_first_place_at_once(pg_world: World
     ids = sorted(world.authorize(user) for user in users)
     world.relayer().run_once()
     other = DriftWatch(world.sessions, world.chain, per_run=1)
-    calls = 0
+    ran: list[bool] = []
 
-    def clock() -> datetime:
-        nonlocal calls
-        calls += 1
-        if calls == 2:  # the first read of the clock while saving (after the check's own)
-            other()
-        return utcnow()
+    def before_flush(session: Session, *_: object) -> None:
+        if not ran and any(isinstance(row, ChainCursor) for row in session.new):
+            ran.append(True)
+            other()  # its whole run, row committed, before this insert reaches the database
 
-    DriftWatch(world.sessions, world.chain, per_run=2, clock=clock)()
+    event.listen(world.sessions, "before_flush", before_flush)
+    try:
+        DriftWatch(world.sessions, world.chain, per_run=2)()
+    finally:
+        event.remove(world.sessions, "before_flush", before_flush)
 
+    assert ran
     with world.sessions() as session:
         [cursor] = session.scalars(select(ChainCursor)).all()
     assert (cursor.name, cursor.position) == (DRIFT_CURSOR, ids[1])
