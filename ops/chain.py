@@ -17,7 +17,7 @@ import getpass
 import json
 import re
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,6 +52,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         cmd.add_argument("address")
         cmd.add_argument("--owner-key-file", type=Path,
                          help="file holding the owner key (otherwise you are prompted)")
+        cmd.add_argument("--max-fee-per-gas", type=_fee_cap, metavar="WEI|none",
+                         help="this transaction's own fee cap, in place of "
+                              "SVCSRV_CHAIN_MAX_FEE_PER_GAS (none: no cap)")
     allow_sub.add_parser("sync", help="read allowedRecipients(pay_to) for every app")
     chain = sub.add_parser("chain", help="relayer, settlement and reconciliation")
     chain_sub = chain.add_subparsers(dest="action", required=True)
@@ -108,11 +111,20 @@ def _set_allowed(args: argparse.Namespace, settings: Settings,
     # on-chain change nobody recorded. The record follows the receipt, before the sync
     # (which reads the chain again and may fail on its own).
     from payments.chain.allowlist import set_allowed_recipient, sync_allowlist
+    from payments.chain.gateway import FeeAboveCap
     who = operator_name(args)
+    if args.max_fee_per_gas is not None:  # the operator's own cap for this transaction
+        settings = replace(settings, chain_max_fee_per_gas=args.max_fee_per_gas or None)
     chain = connect(settings)
     key = _owner_key(args.owner_key_file)
     add = args.action == "add"
-    receipt = set_allowed_recipient(chain, key, args.address, add)
+    try:
+        receipt = set_allowed_recipient(chain, key, args.address, add)
+    except FeeAboveCap as exc:
+        # The relayer's cap guards automatic spending; an operator at the keyboard may
+        # decide otherwise for this one transaction (removing a recipient can be urgent).
+        raise OpsError(f"{exc}; nothing was sent. To send it anyway, give this transaction "
+                       "its own cap: --max-fee-per-gas WEI (or none)") from None
     with transaction(sessions) as session:
         decide.record_allowlist(session, who, utcnow(), address=args.address, add=add,
                                 tx_hash=receipt.tx_hash)
@@ -169,6 +181,19 @@ def worker_policy(settings: Settings) -> BatchPolicy:
     from payments.chain.batching import BatchPolicy
     return BatchPolicy(max_charges=settings.settlement_batch_size,
                        max_age=settings.settlement_batch_age, log_blocks=settings.chain_log_blocks)
+
+
+def _fee_cap(text: str) -> int:
+    """``--max-fee-per-gas``: wei, or ``none`` (0 here: no cap)."""
+    if text.strip().lower() == "none":
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of wei or none") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("a fee cap is at least 1 wei (none: no cap)")
+    return value
 
 
 def _owner_key(path: Path | None) -> str:

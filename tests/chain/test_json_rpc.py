@@ -18,6 +18,7 @@ from web3.types import RPCEndpoint
 
 from ops.cli import main as svc_ops
 from payments.chain.batching import BatchPolicy
+from payments.chain.contracts import load_artifact
 from payments.chain.gateway import FeeAboveCap
 from payments.chain.json_rpc import JsonRpcChain
 from payments.chain.models import ChainTransaction, ChargeRetry, TxStatus
@@ -439,6 +440,35 @@ def test_fees_above_the_operator_cap_sign_nothing_until_they_fall(
     assert int(eth.get_transaction(HexStr(sent.tx_hash))["maxFeePerGas"]) == 5 * GWEI
     assert world.authorization(pending_budget).relay_status == RelayStatus.RELAYED
     assert chain.readiness().status == "ok"
+
+
+def test_an_owner_transaction_above_the_cap_is_sent_with_the_operators_own_cap(
+        rpc_world: World, node: HardhatNode, ops_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The relayer's cap bounds ``svc-ops allowlist`` too; an operator at the keyboard is
+    told so, nothing is sent, and ``--max-fee-per-gas`` gives that one transaction its own
+    cap (removing a recipient may not wait for the fees to fall)."""
+    monkeypatch.setenv("SVCSRV_CHAIN_MAX_FEE_PER_GAS", str(5 * GWEI))
+    spender = Web3(HTTPProvider(node.url)).eth.contract(
+        address=Web3.to_checksum_address(node.params.spender),
+        abi=load_artifact("BudgetSpenderV2").abi)
+    address = recipient(7)
+    latest_base_fee(node, 8 * GWEI)
+    capsys.readouterr()
+    add = ["allowlist", "add", address, "--owner-key-file", str(ops_env)]
+
+    assert svc_ops(add) == 2
+    assert "--max-fee-per-gas" in capsys.readouterr().err
+    assert not spender.functions.allowedRecipients(address).call()
+    with pytest.raises(SystemExit):  # argparse: not a cap
+        svc_ops([*add, "--max-fee-per-gas", "0"])
+
+    assert svc_ops([*add, "--max-fee-per-gas", str(20 * GWEI)]) == 0
+    assert spender.functions.allowedRecipients(address).call()
+    tx_hash = capsys.readouterr().out.split(" tx ")[1].split()[0]
+    sent = Web3(HTTPProvider(node.url)).eth.get_transaction(HexStr(tx_hash))
+    assert 8 * GWEI < int(sent["maxFeePerGas"]) <= 20 * GWEI
+    latest_base_fee(node, 1 * GWEI)
 
 
 def test_a_pooled_batch_is_not_replaced_past_the_operator_cap(
