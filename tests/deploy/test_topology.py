@@ -213,8 +213,12 @@ def test_a_slow_origin_does_not_slow_other_apps(cluster: Cluster,
         finally:
             load.stop()
         assert {status for _, status, _ in load.seen} == {200}
-        # 64 requests always waiting on the slow origin hold sockets, not the event loop.
-        assert beside < max(3 * alone, alone + 0.05), (alone, beside)
+        # 64 requests always waiting on the slow origin hold sockets, not the event loop:
+        # anything that queued the fast app's requests behind them (a blocked loop, a
+        # shared limit) would cost seconds, the slow origin's 2 s. The margin is for this
+        # 2-core box, shared with the cluster, the load threads and the other test worker:
+        # a p99 of 200 requests moved by 60 ms there with nothing queued (CI, 2026-11-26).
+        assert beside < alone + 0.25, (alone, beside)
 
 
 def test_the_workers_run_as_their_own_processes(cluster: Cluster) -> None:
