@@ -337,6 +337,10 @@ http {{
     upstream svc {{
 {servers}
         keepalive 64;
+        # Under the servers' SVCSRV_KEEP_ALIVE_TIMEOUT (5 s): nginx drops an idle
+        # connection before a server can close it under a request nginx just sent (a POST
+        # is not retried: 502, and the instance counted as failed).
+        keepalive_timeout 4s;
     }}
     # One certificate for every host, set here so that every server block inherits it.
     ssl_certificate {cert};
