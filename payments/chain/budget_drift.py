@@ -156,9 +156,10 @@ class DriftWatch:
         return found
 
     def _save(self, position: str) -> None:
+        now = self._clock()
         with transaction(self._sessions) as session:
-            row = locked_cursor(session, CURSOR, self._clock())
-            row.position, row.updated_at = position, self._clock()
+            row = locked_cursor(session, CURSOR, now)
+            row.position, row.updated_at = position, now
 
 
 def _unsettled_by_owner(session: Session, owners: set[str]) -> dict[str, int]:
