@@ -24,8 +24,10 @@ def issue_grant(sessions: sessionmaker[Session], developer_id: str, app: str,
         now = utcnow()
         started = grants.start_request(session, app_slug=app, scopes=scopes,
                                        ttl_seconds=ttl_seconds, now=now)
+        # As the console's approval finds it: by the code the CLI shows.
+        record = grants.pending_request(session, started.record.user_code, now)
         target = session.scalars(select(App).where(App.slug == app)).one()
-        grants.approve(started.record, developer_id=developer_id, app=target)
+        grants.approve(record, developer_id=developer_id, app=target)
         issued = grants.redeem(session, started.device_code, now)
         return StoredGrant(token=issued.token, api_url="", app=app,
                            scopes=tuple(issued.grant.scopes),

@@ -30,6 +30,7 @@ from payments.webhooks.models import WebhookEndpoint
 from payments.webhooks.signing_secrets import SecretBox
 from tests.factories import open_console_session
 from tests.ledger.flow import PayWorld, wallet
+from tests.support.cli_grant import issue_grant
 from tests.support.servers import AiohttpServer
 
 # What the receiver does with one request.
@@ -221,16 +222,8 @@ LEASE = timedelta(seconds=11)
 
 def grant_token(sessions: sessionmaker[Session], developer_id: str, app_slug: str,
                 scopes: list[str]) -> str:
-    """A CLI grant for ``app_slug`` (the device flow's own functions, without HTTP)."""
-    from payments.developer import grants
-    with transaction(sessions) as session:
-        started = grants.start_request(session, app_slug=app_slug, scopes=scopes,
-                                       ttl_seconds=None, now=utcnow())
-        record = grants.pending_request(session, started.record.user_code, utcnow())
-        app = session.scalars(select(App).where(App.slug == app_slug)).one()
-        grants.approve(record, developer_id=developer_id, app=app)
-    with transaction(sessions) as session:
-        return grants.redeem(session, started.device_code, utcnow()).token
+    """A CLI grant's token for ``app_slug`` (the device flow's own functions, without HTTP)."""
+    return issue_grant(sessions, developer_id, app_slug, scopes).token
 
 
 def api_client(world: PayWorld, token: str) -> httpx.Client:
