@@ -2,7 +2,7 @@
 # BASE is any image with python3.11 and its venv module: the upstream python:3.11-slim by
 # default, or the Debian base scripts/image.sh makes locally where no registry is reachable.
 ARG BASE=python:3.11-slim
-FROM ${BASE}
+FROM ${BASE} AS dependencies
 
 # A virtual environment works on both bases: Debian's own python3 refuses a system-wide
 # `pip install` (PEP 668, externally managed).
@@ -17,8 +17,30 @@ RUN python3 -m venv /opt/svc \
                    print(*project["dependencies"], sep="\n")' >/tmp/requirements.txt \
     && /opt/svc/bin/pip install --no-cache-dir -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt && useradd --system --uid 10001 svc
-COPY README.md ./
+
+# The router's fast path compiled with mypyc (router/native.py, scripts/build_native.py) in a
+# stage of its own: the C compiler, Python's headers and mypy stay out of the server image,
+# which takes only the built modules and their stamp. Same base and interpreter as the
+# server's, which the stamp records: a server given a build for other sources or another
+# Python reports it stale and runs the sources.
+FROM dependencies AS native
+RUN python3 -c 'import pathlib, sys, sysconfig; \
+                sys.exit(not pathlib.Path(sysconfig.get_paths()["include"], "Python.h").exists())' \
+      || headers=python3-dev; \
+    apt-get update -qq \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+       gcc libc6-dev $headers >/dev/null \
+    && python3 -c 'import tomllib; extra = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+                   print(*[d for d in extra["optional-dependencies"]["dev"] \
+                           if d.startswith("mypy")], sep="\n")' >/tmp/mypy.txt \
+    && pip install --no-cache-dir -r /tmp/mypy.txt setuptools
 COPY router router
+COPY scripts/build_native.py scripts/build_native.py
+RUN python3 scripts/build_native.py
+
+FROM dependencies
+COPY README.md ./
+COPY --from=native /srv/router router
 COPY payments payments
 COPY manifest manifest
 COPY portal portal

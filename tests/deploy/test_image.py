@@ -166,9 +166,25 @@ def test_healthcheck_passes_and_server_runs_unprivileged(server: Container) -> N
     assert podman("exec", server.name, "id", "-un").stdout.strip() == "svc"
 
 
+def test_the_fast_path_runs_compiled_and_the_image_has_no_compiler(server: Container) -> None:
+    """The Dockerfile's build stage compiled it for the image's own Python (a build for
+    other sources or another interpreter would read ``stale``); its toolchain stayed there."""
+    # -I: the installed package the server runs, not the copy in the working directory
+    checked = podman("exec", server.name, "python", "-I", "-c",
+                     "from router import native, fast_protocol; "
+                     "print(native.status(), fast_protocol.__file__)")
+    assert checked.returncode == 0, checked.stderr
+    state, module = checked.stdout.split()
+    assert state == "compiled"
+    assert "/site-packages/router/fast_protocol." in module and module.endswith(".so")
+    for tool in ("gcc", "cc", "mypyc"):
+        assert podman("exec", server.name, "sh", "-c", f"command -v {tool}").returncode != 0
+
+
 def test_sigterm_stops_the_server_and_removes_the_container(deployment: Deployment) -> None:
     with serving(deployment) as container:
         container.process.terminate()  # `podman run` passes it on (--sig-proxy)
         assert container.process.wait(timeout=30) == 0
         assert "Application shutdown complete" in container.output()
+        assert "fast path: compiled (mypyc)" in container.output()  # its own start report
         assert podman("container", "exists", container.name).returncode == 1
