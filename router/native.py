@@ -5,8 +5,9 @@ The fast path's modules are plain, typed Python; ``scripts/build_native.py`` (ru
 sources, where Python's import prefers them. Compiled, the router's Python per proxied
 request takes 0.66x (GET) to 0.72x (POST) of the time (bench/fast_path_cpu.py), and its CPU
 per request in case 2 of bench/proxy_cases.py fell by about 15% (docs/BENCHMARKS.md,
-docs/decisions.md). Without the build (the server image, a checkout never installed) the
-same sources run as they are.
+docs/decisions.md). The server image builds them in a stage of
+its own (Dockerfile). Without a build (a checkout never installed) the same sources run as
+they are.
 
 A build is stamped with a digest of what it was made from: a source edited since is
 reported ``stale`` (the server warns at start; tests/router/test_native.py fails) rather

@@ -5,8 +5,8 @@
 Run by scripts/install.sh. The modules (router.native.MODULES) become C extension modules
 beside their sources (router/*.so, not in git), stamped with a digest of what they were
 made from (router/native.stamp). Needs a C compiler and Python's headers: install.sh
-installs gcc where it is missing. ``svc-server`` runs the same sources uncompiled where
-there is no build (the server image: docs/decisions.md).
+installs gcc where it is missing; the Dockerfile's ``native`` stage runs it for the server
+image. ``svc-server`` runs the same sources uncompiled where there is no build.
 """
 
 from __future__ import annotations
