@@ -63,7 +63,18 @@ PROFILES: dict[int, str] = {
         "connections at once and `bench/case_profile.py accept router` shows up to about "
         "700 waiting in one process's accept queue 0.3 s in, drained after about 1.3 s. "
         "nginx itself added 35 to 133 ms at p99 in the same rounds: the 10 ms target is "
-        "not met by nginx on this box either."),
+        "not met by nginx on this box either. Rechecked 2026-11-26 16:25-17:00 UTC (`perf stat`"
+        " on the proxies' processes over 4 s of this load): the router makes the syscalls nginx"
+        " makes, 2 reads and 2 writes per request (nginx: `recvfrom` and `writev`), with fewer "
+        "`epoll_wait` calls (5,040 against 12,281: longer turns) and 2.4 times nginx's context "
+        "switches (23,863 against 10,114, almost all involuntary: preempted while busy). Run "
+        "for 30 s instead of 10 (one round): the router's p99 280 ms against the origin's 215 "
+        "(65 ms added; p50 14 ms; 8,956 against 9,749 req/s), nginx's 221 (6 ms added). Most of"
+        " the p99 added above is the start of each run, 2,000 connections opened at once, and a"
+        " new connection costs the router about 3 times nginx's CPU (bench/connection_cpu.py, "
+        "its own section); the rest is steady queueing behind the CPU. The collector's "
+        "thresholds raised (50,000 / 20 / 100, three rounds each way) moved CPU per request "
+        "within the noise: it is about 2.5% of the router's samples."),
 }
 
 

@@ -1,0 +1,152 @@
+"""What a new client connection costs the proxy, beside what its request costs: the router
+against nginx, on the same bed as bench/proxy_cases.py.
+
+    .venv/bin/python bench/connection_cpu.py [--rounds 3] [--duration 6] [--dry-run]
+
+Each round loads each proxy twice with wrk (1 thread, 32 connections, the ``fast`` app's
+1 KB answer): once on keep-alive connections, once with ``Connection: close`` on every
+request, so that each request comes on a connection of its own (accepted, set up, closed
+by the proxy after its answer). The proxy's CPU (all its processes, from /proc) per
+request in each run; their difference is what a connection costs beyond its request.
+Connection setup is what a burst of new clients waits for (the start of case 4's run:
+2,000 connections at once) and what clients that do not keep connections open pay on
+every request. Rounds interleave the two proxies; the ratios are the router's figure
+over nginx's in the same round (this machine is shared and noisy). Writes its section of
+docs/BENCHMARKS.md unless ``--dry-run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+
+from case_targets import Target, bed, raise_open_files, start_nginx_proxy, start_router
+from proxy_bench import WRK, _family, _family_split, fetch, machine, parse_wrk
+from report import write_section
+
+from ops.cluster.processes import Processes
+
+HEADING = "## Router: CPU per new client connection (bench/connection_cpu.py)"
+# Rendered under the figures whatever run wrote them; update it with the code it describes.
+WHERE = (
+    "Where the router's goes (`perf record --call-graph dwarf` on one process under the "
+    "close load, 2026-11-26 16:35 UTC): the kernel's accept, close and FIN, as nginx's; "
+    "uvloop's own transport setup and teardown (a `PseudoSocket` for the descriptor, a weak "
+    "reference per transport, the handle's close); and our protocol's `connection_made`, "
+    "about 15% of a connection's samples. Timed alone on uvloop: the peer and local "
+    "addresses 14 us (uvicorn's helpers; most of it is uvloop building its `PseudoSocket` "
+    "on the first call), the flow control 2 us, the keep-alive timer 5 us. Taking the local "
+    "address only when an ASGI scope needs it and the flow control only when a request "
+    "cycle does would save about 6 us of some 150, inside this bench's noise: not done.")
+CONNECTIONS = 32
+
+
+@dataclass
+class Run:
+    target: str
+    mode: str  # "keep-alive" or "close"
+    rps: float
+    cpu_us: float  # the proxy's CPU per request
+    errors: str
+
+
+def load(target: Target, mode: str, seconds: int) -> Run:
+    close = ["-H", "Connection: close"] if mode == "close" else []
+    argv = [WRK, "-t1", f"-c{CONNECTIONS}", "--latency", "-H", f"Host: {target.host('fast')}",
+            *close, f"http://127.0.0.1:{target.port}/"]
+    subprocess.run([*argv, "-d2s"], capture_output=True, check=False)  # warm-up
+    pids = _family(target.proc.pid)
+    user, kernel = _family_split(pids)
+    started = time.monotonic()
+    done = subprocess.run([*argv, f"-d{seconds}s"], capture_output=True, text=True,
+                          timeout=seconds + 30, check=False)
+    elapsed = time.monotonic() - started
+    user2, kernel2 = _family_split(pids)
+    sample = parse_wrk(done.stdout)
+    cpu_seconds = (user2 - user + kernel2 - kernel) / os.sysconf("SC_CLK_TCK")
+    status, _ = fetch(target.port, target.host("fast"))
+    if status != 200:
+        raise RuntimeError(f"{target.label} answered {status} after the load")
+    # wrk counts the connections the server closes as read errors; only others matter.
+    errors = sample.errors if mode == "keep-alive" else ""
+    return Run(target.key, mode, sample.rps, 1e6 * cpu_seconds / (sample.rps * elapsed),
+               errors)
+
+
+def per_connection(runs: list[Run], target: str) -> float:
+    by_mode = {r.mode: r for r in runs if r.target == target}
+    return by_mode["close"].cpu_us - by_mode["keep-alive"].cpu_us
+
+
+def render(rounds: list[list[Run]], info: dict[str, str]) -> str:
+    lines = [HEADING, ""]
+    lines.append("Run " + info["date"] + " on `" + info["uname -m"] + "`, nproc "
+                 + info["nproc"] + ", Python " + info["python"] + ", " + info["nginx -v"]
+                 + ", " + info["wrk"] + "; " + info["libraries"]
+                 + ". Load average at start: " + info["load average at start"] + ".")
+    lines += ["", __doc__.split("\n\n")[2].replace("\n", " ").strip()
+              .replace("Writes its section of docs/BENCHMARKS.md unless ``--dry-run``.", "")
+              .replace("``", "`")
+              .strip(), ""]
+    ratios = [per_connection(r, "router") / per_connection(r, "nginx") for r in rounds]
+    router = statistics.median(per_connection(r, "router") for r in rounds)
+    nginx = statistics.median(per_connection(r, "nginx") for r in rounds)
+    lines += [f"- a new connection costs the router **{router:.0f} us** of CPU beyond its "
+              f"request, nginx {nginx:.0f} us: **x{statistics.median(ratios):.2f}** "
+              "(median over rounds of the ratio in each round)", ""]
+    lines += ["| Round | Proxy | keep-alive req/s | CPU/req | close req/s | CPU/req "
+              "| per connection | router / nginx |",
+              "|---:|---|---:|---:|---:|---:|---:|---:|"]
+    for number, runs in enumerate(rounds, 1):
+        for target in ("nginx", "router"):
+            mine = {r.mode: r for r in runs if r.target == target}
+            ratio = (f"x{per_connection(runs, 'router') / per_connection(runs, 'nginx'):.2f}"
+                     if target == "router" else "")
+            lines.append(
+                f"| {number} | {target} | {mine['keep-alive'].rps:,.0f} "
+                f"| {mine['keep-alive'].cpu_us:.0f} us | {mine['close'].rps:,.0f} "
+                f"| {mine['close'].cpu_us:.0f} us | {per_connection(runs, target):.0f} us "
+                f"| {ratio} |")
+    lines += ["", WHERE]
+    errors = [f"{r.target} {r.mode}: {r.errors}" for runs in rounds for r in runs if r.errors]
+    if errors:
+        lines += ["", "Errors reported by wrk: " + "; ".join(errors)]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=int, default=6)
+    parser.add_argument("--dry-run", action="store_true", help="print only")
+    options = parser.parse_args()
+    raise_open_files()
+    info = machine()
+    rounds: list[list[Run]] = []
+    with bed(os.cpu_count() or 1) as place:
+        for number in range(options.rounds):
+            runs: list[Run] = []
+            for start in (start_nginx_proxy, start_router):
+                procs = Processes()
+                try:
+                    target = start(place, procs)
+                    for mode in ("keep-alive", "close"):
+                        run = load(target, mode, options.duration)
+                        runs.append(run)
+                        print(f"round {number + 1} {run.target:6} {mode:10} "
+                              f"{run.rps:9,.0f} req/s {run.cpu_us:6.1f} us/req", flush=True)
+                finally:
+                    procs.stop_all()
+            rounds.append(runs)
+    section = render(rounds, info)
+    print(section)
+    if not options.dry_run:
+        write_section(HEADING, section)
+
+
+if __name__ == "__main__":
+    main()
