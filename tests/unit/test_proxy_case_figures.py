@@ -126,3 +126,31 @@ def test_a_shortfall_note_quotes_the_round_figures() -> None:
     text = notes.post_note(rows)
     assert "180 us of CPU per request against nginx's 30 us (6.0x" in text
     assert "90% of a core against nginx's 50%" in text
+
+
+def test_connection_cost_is_the_close_runs_cpu_over_the_keep_alive_runs() -> None:
+    bench = bench_module("connection_cpu")
+    run = bench.Run
+
+    def round_of(nginx: tuple[float, float], router: tuple[float, float],
+                 errors: str = "") -> list[Any]:
+        return [run("nginx", "keep-alive", 20_000.0, nginx[0], ""),
+                run("nginx", "close", 7_000.0, nginx[1], ""),
+                run("router", "keep-alive", 12_000.0, router[0], errors),
+                run("router", "close", 4_000.0, router[1], "")]
+
+    rounds = [round_of((35.0, 85.0), (90.0, 240.0)), round_of((40.0, 80.0), (95.0, 255.0)),
+              round_of((30.0, 90.0), (80.0, 250.0), "non-2xx/3xx: 2")]
+    assert bench.per_connection(rounds[0], "router") == 150.0
+    assert bench.per_connection(rounds[0], "nginx") == 50.0
+    info = {"date": "2026-11-26 17:00 UTC", "uname -m": "x86_64", "nproc": "2",
+            "python": "3.11.7", "nginx -v": "nginx/1.22.1", "wrk": "wrk 4.1.0",
+            "libraries": "uvloop 0.23.0", "load average at start": "0.10 0.20 0.30"}
+    section = bench.render(rounds, info)
+    assert section.startswith(bench.HEADING + "\n")
+    # medians of the per-connection figures (150, 160, 170 and 50, 40, 60) and of the
+    # per-round ratios (3.00, 4.00, 2.83)
+    assert "**160 us** of CPU beyond its request, nginx 50 us: **x3.00**" in section
+    assert "| 2 | router | 12,000 | 95 us | 4,000 | 255 us | 160 us | x4.00 |" in section
+    assert "Errors reported by wrk: router keep-alive: non-2xx/3xx: 2" in section
+    assert "``" not in section
