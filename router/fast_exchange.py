@@ -7,15 +7,21 @@ segment (the connection calls :meth:`FastExchange.step`, which writes the answer
 coroutine in a task costs a task, a future and two trips round the event loop per request
 for the same work (bench/proxy_bench.py, docs/decisions.md).
 
-Only that plain case is handled here. Anything else -- no idle connection, an error, a
-timeout, a client that left, an answer to stream or too large, a write ``send`` must make
--- continues in an ordinary task through :meth:`router.proxy.HttpProxy.exchange`, on the
-connection already begun, so retries, gateway pages and streaming stay exactly those of
-the ASGI path.
+With no idle connection to the origin, the exchange opens one (a task for the connect
+alone, as :meth:`router.upstream_client.UpstreamClient.request` opens it) and sends once it
+is there; failing to open it is answered as the ASGI path answers it. Every request after
+a burst of new clients comes here, and a request cycle each made those requests cost
+almost four times a pooled one (bench/proxy_cases.py, case 4's start).
+
+Only that plain case is handled here. Anything else -- an error, a timeout, a client that
+left, an answer to stream or too large, a write ``send`` must make -- continues in an
+ordinary task through :meth:`router.proxy.HttpProxy.exchange`, on the connection already
+begun, so retries, gateway pages and streaming stay exactly those of the ASGI path.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -37,8 +43,9 @@ StartTask = Callable[[ASGI3Application], None]
 
 
 class FastExchange:
-    __slots__ = ("_body", "_client", "_conn", "_headers", "_method", "_origin", "_plan",
-                 "_proxy", "_route", "_start_task", "_target", "_write_whole")
+    __slots__ = ("_body", "_client", "_conn", "_headers", "_left", "_method", "_opening",
+                 "_origin", "_plan", "_proxy", "_route", "_start_task", "_target",
+                 "_write_whole")
 
     def __init__(self, proxy: HttpProxy, route: RuntimeRoute, origin: Origin, method: str,
                  target: bytes, headers: Headers, body: bytes | None,
@@ -55,26 +62,49 @@ class FastExchange:
         self._conn: OriginConnection | None = None
         self._client: UpstreamClient  # set by start(), which may fail (the caller catches)
         self._plan: ResponsePlan | None = None
+        self._opening: asyncio.Task[OriginConnection] | None = None
+        self._left = False
 
     def start(self) -> bool:
-        """Send the request (and its body) on an idle pooled connection; False if there is
-        none (nothing was sent: the caller runs :meth:`task` instead)."""
+        """Send the request (and its body): True, at once on an idle pooled connection;
+        False, once the new connection it opens is there (or, failing that, the ASGI
+        path's answer to the failure)."""
         client = self._client = self._proxy.client()
         # No client_gone: the protocol tells client_left() itself, with no task to watch.
         conn = client.start(
             self._origin, self._method, self._target, self._headers, self._body or b"")
         if conn is None:
+            opening = self._opening = client.opening(self._origin)
+            opening.add_done_callback(self._opened)
             return False
         self._conn = conn
         conn.on_step = self.step
         return True
 
-    def task(self) -> ASGI3Application:
-        """The rest of the exchange as the request cycle's ASGI application."""
+    def _opened(self, opening: asyncio.Task[OriginConnection]) -> None:
+        self._opening = None
+        if opening.cancelled():
+            return  # client_left() cancelled it: nobody is left to answer
+        error = opening.exception()
+        if self._left:
+            if error is None:
+                opening.result().close()
+            return
+        if error is not None:
+            self._start_task(self.task(error))
+            return
+        conn = self._conn = opening.result()
+        self._client.begin_on(conn, self._method, self._target, self._headers,
+                              self._body or b"")
+        conn.on_step = self.step
+
+    def task(self, failed: BaseException | None = None) -> ASGI3Application:
+        """The rest of the exchange as the request cycle's ASGI application; ``failed``:
+        opening its connection failed so."""
         return cast(ASGI3Application, partial(
             self._proxy.exchange, route=self._route, origin=self._origin,
             headers=self._headers, target=self._target, body=self._body,
-            write_whole=self._write_whole, started=self._conn))
+            write_whole=self._write_whole, started=self._conn, failed=failed))
 
     def client_left(self) -> None:
         """The client's connection is lost: cut the origin's exchange now, while it is still
@@ -82,6 +112,11 @@ class FastExchange:
         step this causes hands the error to a task, which finds nobody to answer. Without
         it, a request the origin is slow to answer would need a watching task each, and
         under load that is most requests (bench/proxy_cases.py, case 4)."""
+        self._left = True
+        opening = self._opening
+        if opening is not None:
+            opening.cancel()  # the connection being opened is closed, or closed in _opened
+            return
         conn = self._conn
         if conn is not None and conn.on_step is not None and not conn.complete:
             conn.abort(ClientGone("the client went away"))

@@ -44,6 +44,8 @@ class FastPath:
         self._slugs: dict[bytes, str] = {}
         self.taken = 0  # requests planned here (the tests and the benchmark read it)
         self.untasked = 0  # of which sent at once from the protocol, without a task
+        # of which sent on a connection they opened (a task for the connect alone)
+        self.opened = 0
 
     def trusts(self, client_ip: str | None) -> bool:
         """Whether a peer's forwarding headers are believed; asked once per connection."""

@@ -25,11 +25,11 @@ Every head is held to the service's limits first, as it arrives
 (``router/head_limits.py``): one over them is answered 414 or 431 here and the
 connection closed, whatever would have served it.
 
-A fast request whose answer the exchange cannot write in one go (no idle origin
-connection, an error, a streamed or large answer, a full write buffer, a client that
-left) continues the same way, as a request cycle running
-:meth:`router.proxy.HttpProxy.exchange` as its ASGI application: gateway pages, retries,
-streaming and flow control stay those of the ASGI path.
+A fast request is sent on an idle pooled origin connection, or on one the exchange opens
+for it. One whose answer the exchange cannot write in one go (an error, a streamed or
+large answer, a full write buffer, a client that left) continues the same way, as a
+request cycle running :meth:`router.proxy.HttpProxy.exchange` as its ASGI application:
+gateway pages, retries, streaming and flow control stay those of the ASGI path.
 """
 
 from __future__ import annotations
@@ -351,14 +351,15 @@ class FastProtocol(asyncio.Protocol):
             self._fast.proxy, route, origin, method, request_target(raw_path, query), headers,
             body, self._write_whole, self._fall_back)
         try:
-            started = exchange.start()
+            pooled = exchange.start()
         except Exception:  # as for the plan: the request goes the ordinary way instead
             log.exception("fast exchange start failed")
-            started = False
-        if started:
+            self._fall_back(exchange.task())
+            return
+        if pooled:
             self._fast.untasked += 1
         else:
-            self._fall_back(exchange.task())
+            self._fast.opened += 1
 
     def _refuse(self, refused: HeadRefused, host: bytes | None) -> None:
         """Answer a head over the limits (or naming no single host) and close: nothing of

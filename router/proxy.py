@@ -139,16 +139,20 @@ class HttpProxy:
                        route: RuntimeRoute, origin: Origin, headers: Headers, target: bytes,
                        body: RequestBody | bytes | None = None, chunked: bool = False,
                        write_whole: WholeWriter | None = None,
-                       started: OriginConnection | None = None) -> None:
+                       started: OriginConnection | None = None,
+                       failed: BaseException | None = None) -> None:
         """Send the planned request to ``origin`` and relay its answer, or the gateway page
         of what went wrong. The ASGI path comes here from :meth:`__call__`; the protocol's
         fast path (``router/fast_path.py``) straight from a parsed request, with its whole
         body as ``bytes`` if it had one, ``write_whole`` for a small answer, and
         ``started`` when ``router/fast_exchange.py`` already sent the request on that
-        connection."""
+        connection, or ``failed`` when opening a connection for it failed so (answered as
+        if :meth:`UpstreamClient.request` had raised it here)."""
         gone = partial(client_left, receive)
         streamed = body if isinstance(body, RequestBody) else None
         try:
+            if failed is not None:
+                raise failed
             response = await self.client().request(
                 origin, scope["method"], target, headers, body, chunked=chunked,
                 client_gone=gone, started=started)

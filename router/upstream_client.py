@@ -118,11 +118,24 @@ class UpstreamClient:
         conn = self._pooled((origin.tls, origin.host, origin.port))
         if conn is None:
             return None
+        self.begin_on(conn, method, target, headers, body)
+        conn.client_gone = client_gone
+        return conn
+
+    def begin_on(self, conn: OriginConnection, method: str, target: bytes, headers: Headers,
+                 body: bytes = b"") -> None:
+        """Send a request as :meth:`start` does, on ``conn``: a pooled connection, or one
+        :meth:`opening` has just opened."""
         # Head and body go out in one vectored write: the body is not copied behind the head.
         self._begin(conn, _request_head(method, target, headers, body or None, False), method,
                     body)
-        conn.client_gone = client_gone
-        return conn
+
+    def opening(self, origin: Origin) -> asyncio.Task[OriginConnection]:
+        """A new connection to ``origin``, opened in a task of its own exactly as
+        :meth:`request` opens one (each address in turn, within the connect timeout; its
+        errors are those :meth:`request` raises for it). For a caller that is not a
+        coroutine (router/fast_exchange.py); cancelling the task closes what it opened."""
+        return self._loop.create_task(self._open(origin, (origin.tls, origin.host, origin.port)))
 
     async def request(self, origin: Origin, method: str, target: bytes, headers: Headers,
                       body: AsyncIterable[bytes] | bytes | None = None, *,

@@ -1,0 +1,174 @@
+"""A fast-path request with no idle origin connection opens one itself
+(router/fast_exchange.py): the same answers as the ASGI path, byte for byte, whether the
+connection opens, is refused or does not open in time; and a client that leaves while it
+opens leaves nothing behind.
+
+A connect that stays pending is made on loopback by a listener whose accept queue is full
+(backlog 0 and one connection never accepted): Linux drops the SYN and the connecting side
+retries it a second later.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from tests.router.origins import RawOrigin, closed_port, proxied
+from tests.router.test_proxy_fast_path import (
+    exchange,
+    fast_path,
+    fixed_origin,
+    game,
+    one_at_a_time,
+    request,
+    script,
+)
+from tests.support.router import RouterFactory, RunningRouter
+
+CONNECT_TIMEOUT = 0.5
+
+
+class FullQueue:
+    """A loopback listener that completes no new connection while ``full``."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.filler = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        probe = socket.socket()
+        probe.setblocking(False)
+        probe.connect_ex(("127.0.0.1", self.port))
+        _, writable, _ = select.select([], [probe], [], 0.3)
+        assert not writable, "the queue is not full: a connect completed at once"
+        probe.close()
+
+    def empty(self) -> None:
+        """Take what waits in the queue: room for the next connection."""
+        self.listener.setblocking(False)
+        while True:
+            try:
+                self.listener.accept()[0].close()
+            except BlockingIOError:
+                return
+
+    def accepts_within(self, seconds: float) -> int:
+        """Connections completed within ``seconds`` (accepted and closed)."""
+        count, deadline = 0, time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.listener], [], [], left)
+            if readable:
+                self.listener.accept()[0].close()
+                count += 1
+        return count
+
+    def close(self) -> None:
+        self.filler.close()
+        self.listener.close()
+
+
+@contextmanager
+def full_queue() -> Iterator[FullQueue]:
+    queue = FullQueue()
+    try:
+        yield queue
+    finally:
+        queue.close()
+
+
+def both_paths(router: RunningRouter, data: bytes) -> tuple[bytes, bytes, int, int]:
+    """(fast path's bytes, ASGI path's bytes, requests the fast path opened a connection
+    for, requests sent on a pooled one) for ``data`` on one new connection each way."""
+    fast = fast_path(router)
+    opened, untasked = fast.opened, fast.untasked
+    fast_bytes = exchange(router, data)
+    router.service.fast_path = None
+    try:
+        slow_bytes = exchange(router, data)
+    finally:
+        router.service.fast_path = fast
+    return fast_bytes, slow_bytes, fast.opened - opened, fast.untasked - untasked
+
+
+def test_with_no_idle_connection_the_fast_path_opens_one_and_answers_as_the_asgi_path(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session]) -> None:
+    """Pool size 0: every connection is closed after its answer, so every request opens
+    one; the client and the origin see the same bytes as through the ASGI path."""
+    with RawOrigin(fixed_origin) as origin, \
+            game(start_proxy_router, proxy_sessions, origin.url, proxy_pool_size=0) as router:
+        fast = fast_path(router)
+        runs = []
+        for path in (fast, None):
+            router.service.fast_path = path
+            counts = fast.taken, fast.opened, fast.untasked, origin.connections
+            heads = len(origin.heads)
+            received = one_at_a_time(router, script(router))
+            runs.append((received, origin.heads[heads:],
+                         fast.taken - counts[0], fast.opened - counts[1],
+                         fast.untasked - counts[2], origin.connections - counts[3]))
+        router.service.fast_path = fast
+    (fast_bytes, fast_heads, taken, opened, untasked, fast_conns), \
+        (slow_bytes, slow_heads, slow_taken, _, _, slow_conns) = runs
+    requests = len(script(router))
+    assert taken == opened == requests and untasked == 0 and slow_taken == 0
+    assert fast_conns == slow_conns == requests  # a new origin connection for each
+    assert fast_bytes == slow_bytes and fast_bytes.count(b"HTTP/1.1 200 OK\r\n") == 4
+    assert fast_heads == slow_heads
+
+
+def test_a_refused_connection_is_answered_as_on_the_asgi_path(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session]) -> None:
+    with game(start_proxy_router, proxy_sessions,
+              f"http://127.0.0.1:{closed_port()}") as router:
+        data = request(router, "/x", extra="Connection: close\r\n")
+        fast_bytes, slow_bytes, opened, untasked = both_paths(router, data)
+    assert (opened, untasked) == (1, 0)
+    assert fast_bytes == slow_bytes
+    assert fast_bytes.startswith(b"HTTP/1.1 502 ") and b"could not be reached" in fast_bytes
+
+
+def test_a_connection_not_opened_in_time_is_answered_as_on_the_asgi_path(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session]) -> None:
+    with full_queue() as queue, \
+            game(start_proxy_router, proxy_sessions, queue.url,
+                 proxy_connect_timeout=CONNECT_TIMEOUT) as router:
+        data = request(router, "/x", extra="Connection: close\r\n")
+        started = time.monotonic()
+        fast_bytes, slow_bytes, opened, untasked = both_paths(router, data)
+        elapsed = time.monotonic() - started
+    assert (opened, untasked) == (1, 0)
+    assert fast_bytes == slow_bytes
+    assert fast_bytes.startswith(b"HTTP/1.1 504 ") and b"did not answer in time" in fast_bytes
+    assert 2 * CONNECT_TIMEOUT * 0.8 < elapsed < 2 * CONNECT_TIMEOUT + 3
+
+
+def test_a_client_leaving_while_the_connection_opens_abandons_it(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session]) -> None:
+    """The connect is cancelled with its client: once the origin has room again, the
+    router's next SYN (about a second after the first) would complete the connection and
+    send the request; nothing arrives."""
+    with full_queue() as queue, \
+            proxied(start_proxy_router, proxy_sessions, queue.url,
+                    proxy_connect_timeout=30.0) as router:
+        fast = fast_path(router)
+        # The route cached by the ASGI path, without a request to the origin.
+        exchange(router, request(router, "/svc-auth-return", extra="Connection: close\r\n"))
+        opened = fast.opened
+        with socket.create_connection(("127.0.0.1", router.port), timeout=5) as client:
+            client.sendall(request(router, "/x"))
+            deadline = time.monotonic() + 5
+            while fast.opened == opened and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert fast.opened == opened + 1, "the request did not open a connection"
+            time.sleep(0.2)
+        time.sleep(0.2)  # the router sees the client leave
+        queue.empty()  # room again: a connect still pending would now complete
+        assert queue.accepts_within(2.5) == 0, "the abandoned connect went on"
+        assert not fast.proxy.client()._busy
