@@ -74,7 +74,26 @@ PROFILES: dict[int, str] = {
         " new connection costs the router about 3 times nginx's CPU (bench/connection_cpu.py, "
         "its own section); the rest is steady queueing behind the CPU. The collector's "
         "thresholds raised (50,000 / 20 / 100, three rounds each way) moved CPU per request "
-        "within the noise: it is about 2.5% of the router's samples."),
+        "within the noise: it is about 2.5% of the router's samples. 2026-11-26 23:00 to"
+        " 23:55 UTC, on a box about twice as fast (the origin's CPU per request 18 to 20 us "
+        "against 31 to 35 above): the router kept up (about 9,500 req/s against nginx's "
+        "9,600, 50 to 58 us per request), and a 30 s run added 1.3 ms at p99 over the "
+        "origin's (nginx 1.2). The steady probe, part of this case since then, shows the "
+        "same in every round. What the router adds over the whole run is its first second: "
+        "wrk opens its 2,000 connections at once, and each first request needs a new "
+        "origin connection too (the warm-up's were cut when its clients left). One wave "
+        "of 2,000 new connections, a GET each (an ad-hoc client, two rounds): the router's "
+        "last answer 80 to 100 ms after nginx's. A request finding no idle origin "
+        "connection then became a request cycle that opened one: 120 us of the router's "
+        "CPU (pool size 0, keep-alive clients) against 32 on a pooled connection; it now "
+        "opens it from the fast path (router/fast_exchange.py): 92 to 96 us. A new client "
+        "connection still costs the router about 4 times nginx's CPU "
+        "(bench/connection_cpu.py), and the kernel spreads new connections over the "
+        "processes' own accept queues (SO_REUSEPORT, router/processes.py): 0.28 s in, one "
+        "process can still hold 170 to 180 while the other's is empty (`bench/case_profile.py"
+        " accept router`). One shared queue would let the idle process take them, but "
+        "libuv accepts a whole burst into whichever process wakes first, which is why each "
+        "has its own."),
 }
 
 
@@ -109,6 +128,22 @@ def idle_note(rows: list[Round]) -> str:
 
 def slow_note(rows: list[Round]) -> str:
     rate = median_ratio(rows, "router", "nginx", "rps")
+    if rate >= 0.97:  # it kept up: what is left is the start of the run
+        return (cpu_sentence(rows, "us_per_req", "us", "request") + " The router answered "
+                f"{median_of(rows, 'router', 'rps'):,.0f} req/s ({rate:.0%} of nginx's "
+                f"{median_of(rows, 'nginx', 'rps'):,.0f}): it kept up with the 2,000 clients, "
+                "and once the load was steady it added "
+                f"{median_of(rows, 'router', 'steady_added_ms'):.1f} ms at p99 over the "
+                f"origin's (nginx {median_of(rows, 'nginx', 'steady_added_ms'):.1f} ms; the "
+                "steady probe). What it adds over the whole run is the run's start: wrk "
+                "opens its 2,000 connections at once, each first request needing a new "
+                "origin connection too, and the router takes longer than nginx to accept and "
+                "serve that burst (bench/connection_cpu.py); nginx added "
+                f"{median_of(rows, 'nginx', 'added_p99_ms'):.0f} ms over the whole run "
+                "itself. The fast app's requests during that start wait behind it in the "
+                "same processes; nginx's fast app p99 moved from "
+                f"{median_of(rows, 'nginx', 'fast_alone_p99_ms'):.2f} to "
+                f"{median_of(rows, 'nginx', 'fast_during_p99_ms'):.2f} ms on the same box.")
     return (cpu_sentence(rows, "us_per_req", "us", "request") + " 2,000 clients each "
             "waiting 200 ms ask for up to 10,000 req/s; the router answered "
             f"{median_of(rows, 'router', 'rps'):,.0f} req/s ({rate:.0%} of nginx's "

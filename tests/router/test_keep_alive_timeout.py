@@ -25,6 +25,8 @@ async def small_origin(origin: RawOrigin, reader: asyncio.StreamReader,
                        writer: asyncio.StreamWriter) -> None:
     while True:
         head = await origin.read_head(reader)
+        if head.startswith(b"GET /slow "):
+            await asyncio.sleep(SLOW_ANSWER)
         for line in head.lower().split(b"\r\n"):
             if line.startswith(b"content-length:"):
                 await reader.readexactly(int(line.split(b":", 1)[1]))
@@ -41,6 +43,8 @@ def origin() -> Iterator[RawOrigin]:
 
 
 GET = "GET / HTTP/1.1\r\nHost: {host}\r\n\r\n"
+SLOW_GET = "GET /slow HTTP/1.1\r\nHost: {host}\r\n\r\n"
+SLOW_ANSWER = 1.6  # seconds: longer than the 1 s timeout
 # Chunked: a body the fast protocol does not hold hands the connection to uvicorn's.
 POST = ("POST / HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n\r\n"
         "3\r\nabc\r\n0\r\n\r\n")
@@ -85,3 +89,15 @@ def test_idle_connection_kept_while_the_timeout_runs(
         # 1.8 s idle: closed with a 1 s timeout (above), open with 3 s.
         assert answered_then_idle(router, GET, 1.8)
         assert answered_then_idle(router, POST, 1.8)
+
+
+def test_the_timeout_counts_from_the_answer_not_through_a_slow_one(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin) -> None:
+    """A request in flight longer than the timeout is not cut (fast protocol): the
+    connection is idle from its answer on, and closed a timeout after that."""
+    with proxied(start_proxy_router, proxy_sessions, origin.url,
+                 keep_alive_timeout=1) as router:
+        assert answered_then_idle(router, GET, 0)  # the route cached: the fast protocol
+        assert answered_then_idle(router, SLOW_GET, 0.5)
+        assert not answered_then_idle(router, SLOW_GET, 1.8)

@@ -128,6 +128,27 @@ def test_a_shortfall_note_quotes_the_round_figures() -> None:
     assert "90% of a core against nginx's 50%" in text
 
 
+def test_the_slow_origin_note_says_which_part_of_the_p99_is_the_routers() -> None:
+    notes = bench_module("case_notes")
+
+    def rows(router_rps: float) -> list[dict[str, dict[str, float]]]:
+        fields = {"us_per_req": 50.0, "cpu": 50.0, "added_p99_ms": 20.0,
+                  "steady_added_ms": 1.0, "fast_alone_p99_ms": 2.0, "fast_during_p99_ms": 6.0}
+        return [{"origin": {**fields, "rps": 9_700.0},
+                 "nginx": {**fields, "rps": 9_600.0, "us_per_req": 30.0},
+                 "router": {**fields, "rps": router_rps, "steady_added_ms": 3.8,
+                            "added_p99_ms": 70.0}}]
+
+    kept_up = notes.slow_note(rows(9_500.0))
+    assert "it kept up with the 2,000 clients" in kept_up
+    assert "added 3.8 ms at p99 over the origin's (nginx 1.0 ms" in kept_up
+    assert "nginx added 20 ms over the whole run" in kept_up
+    behind = notes.slow_note(rows(8_000.0))
+    assert "kept up" not in behind
+    assert "requests queue in its processes behind the CPU" in behind
+    assert "the router answered 8,000 req/s (83% of nginx's 9,600)" in behind
+
+
 def test_connection_cost_is_the_close_runs_cpu_over_the_keep_alive_runs() -> None:
     bench = bench_module("connection_cpu")
     run = bench.Run
