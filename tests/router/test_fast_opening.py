@@ -18,7 +18,9 @@ from contextlib import contextmanager
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from tests.factories import add_app
 from tests.router.origins import RawOrigin, closed_port, proxied
+from tests.router.test_fast_protocol import served
 from tests.router.test_proxy_fast_path import (
     exchange,
     fast_path,
@@ -68,6 +70,15 @@ class FullQueue:
                 self.listener.accept()[0].close()
                 count += 1
         return count
+
+    def accept(self, seconds: float) -> socket.socket:
+        """The next connection completed within ``seconds``."""
+        readable, _, _ = select.select([self.listener], [], [], seconds)
+        assert readable, "no connection arrived"
+        conn = self.listener.accept()[0]
+        conn.setblocking(True)
+        conn.settimeout(5)
+        return conn
 
     def close(self) -> None:
         self.filler.close()
@@ -172,3 +183,39 @@ def test_a_client_leaving_while_the_connection_opens_abandons_it(
         queue.empty()  # room again: a connect still pending would now complete
         assert queue.accepts_within(2.5) == 0, "the abandoned connect went on"
         assert not fast.proxy.client()._busy
+
+
+def test_shutdown_while_the_connection_opens_answers_that_request_then_closes(
+        proxy_db_url: str, proxy_sessions: sessionmaker[Session]) -> None:
+    """uvicorn's graceful shutdown waits for the request in flight, here one whose origin
+    connection is still opening: it is sent once the connection opens, and the answer
+    reaches the client, with ``connection: close``."""
+    with full_queue() as queue:
+        add_app(proxy_sessions, "game", queue.url)
+        with served(proxy_db_url) as (router, server):
+            fast = fast_path(router)
+            exchange(router, request(router, "/svc-auth-return",
+                                     extra="Connection: close\r\n"))  # the route cached
+            opened = fast.opened
+            with socket.create_connection(("127.0.0.1", router.port), timeout=5) as client:
+                client.sendall(request(router, "/x"))
+                deadline = time.monotonic() + 5
+                while fast.opened == opened and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert fast.opened == opened + 1, "the request did not open a connection"
+                server.should_exit = True
+                time.sleep(0.3)  # shutting down, the connect still pending
+                queue.empty()  # room: the router's next SYN completes the connection
+                with queue.accept(3) as upstream:
+                    head = b""
+                    while not head.endswith(b"\r\n\r\n"):
+                        chunk = upstream.recv(4096)
+                        assert chunk, "the router closed the origin's connection"
+                        head += chunk
+                    upstream.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    received = b""
+                    while chunk := client.recv(4096):
+                        received += chunk
+    assert head.startswith(b"GET /x HTTP/1.1\r\n")
+    assert received.startswith(b"HTTP/1.1 200 OK\r\n") and received.endswith(b"\r\n\r\nok")
+    assert b"\r\nconnection: close\r\n" in received
