@@ -49,6 +49,11 @@ ClientGoneWaiter = Callable[[], Awaitable[object]]
 PoolKey = tuple[bool, str, int]
 
 
+def pool_key(origin: Origin) -> PoolKey:
+    """The pool an origin's connections go to: scheme, name, port."""
+    return (origin.tls, origin.host, origin.port)
+
+
 class OriginResponse:
     """An origin's answer: status and raw headers now, the body as the caller reads it."""
 
@@ -115,7 +120,7 @@ class UpstreamClient:
         is none. The caller follows the connection's ``on_step`` and hands it to
         :meth:`request` as ``started``, with the same ``body``, for anything but a plain
         answer."""
-        conn = self._pooled((origin.tls, origin.host, origin.port))
+        conn = self._pooled(pool_key(origin))
         if conn is None:
             return None
         self.begin_on(conn, method, target, headers, body)
@@ -135,7 +140,7 @@ class UpstreamClient:
         :meth:`request` opens one (each address in turn, within the connect timeout; its
         errors are those :meth:`request` raises for it). For a caller that is not a
         coroutine (router/fast_exchange.py); cancelling the task closes what it opened."""
-        return self._loop.create_task(self._open(origin, (origin.tls, origin.host, origin.port)))
+        return self._loop.create_task(self._open(origin, pool_key(origin)))
 
     async def request(self, origin: Origin, method: str, target: bytes, headers: Headers,
                       body: AsyncIterable[bytes] | bytes | None = None, *,
@@ -162,7 +167,7 @@ class UpstreamClient:
         # A request with a body is never replayed: the origin may have acted on it.
         retry = body is None and method in IDEMPOTENT
         fresh = False
-        key = (origin.tls, origin.host, origin.port)
+        key = pool_key(origin)
         while True:
             if started is not None:
                 conn, started = started, None

@@ -108,6 +108,24 @@ def both_paths(router: RunningRouter, data: bytes) -> tuple[bytes, bytes, int, i
     return fast_bytes, slow_bytes, fast.opened - opened, fast.untasked - untasked
 
 
+def cache_route(router: RunningRouter) -> None:
+    """The app's route cached by the ASGI path, without a request to its origin (the auth
+    return page never reaches it)."""
+    exchange(router, request(router, "/svc-auth-return", extra="Connection: close\r\n"))
+
+
+def send_and_see_it_open(router: RunningRouter, client: socket.socket) -> None:
+    """Send a GET on ``client`` and wait until the fast path opens an origin connection
+    for it."""
+    fast = fast_path(router)
+    opened = fast.opened
+    client.sendall(request(router, "/x"))
+    deadline = time.monotonic() + 5
+    while fast.opened == opened and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fast.opened == opened + 1, "the request did not open a connection"
+
+
 def test_with_no_idle_connection_the_fast_path_opens_one_and_answers_as_the_asgi_path(
         start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session]) -> None:
     """Pool size 0: every connection is closed after its answer, so every request opens
@@ -169,15 +187,9 @@ def test_a_client_leaving_while_the_connection_opens_abandons_it(
             proxied(start_proxy_router, proxy_sessions, queue.url,
                     proxy_connect_timeout=30.0) as router:
         fast = fast_path(router)
-        # The route cached by the ASGI path, without a request to the origin.
-        exchange(router, request(router, "/svc-auth-return", extra="Connection: close\r\n"))
-        opened = fast.opened
+        cache_route(router)
         with socket.create_connection(("127.0.0.1", router.port), timeout=5) as client:
-            client.sendall(request(router, "/x"))
-            deadline = time.monotonic() + 5
-            while fast.opened == opened and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert fast.opened == opened + 1, "the request did not open a connection"
+            send_and_see_it_open(router, client)
             time.sleep(0.2)
         time.sleep(0.2)  # the router sees the client leave
         queue.empty()  # room again: a connect still pending would now complete
@@ -193,16 +205,9 @@ def test_shutdown_while_the_connection_opens_answers_that_request_then_closes(
     with full_queue() as queue:
         add_app(proxy_sessions, "game", queue.url)
         with served(proxy_db_url) as (router, server):
-            fast = fast_path(router)
-            exchange(router, request(router, "/svc-auth-return",
-                                     extra="Connection: close\r\n"))  # the route cached
-            opened = fast.opened
+            cache_route(router)
             with socket.create_connection(("127.0.0.1", router.port), timeout=5) as client:
-                client.sendall(request(router, "/x"))
-                deadline = time.monotonic() + 5
-                while fast.opened == opened and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                assert fast.opened == opened + 1, "the request did not open a connection"
+                send_and_see_it_open(router, client)
                 server.should_exit = True
                 time.sleep(0.3)  # shutting down, the connect still pending
                 queue.empty()  # room: the router's next SYN completes the connection
