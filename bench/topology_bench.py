@@ -469,8 +469,9 @@ def configuration(settings: Settings, phases: list[Phase]) -> dict[str, str]:
     pgbench = ledger_bench.PGBENCH_DOC.format(c=settings.concurrency)
     details = "\n".join("- " + item for item in [
         "the edge: `ops/cluster/topology.py` `NGINX_CONF` (2 workers, `worker_connections "
-        "4096`, the access log in the `edge` format, `upstream svc { server <instance> "
-        "max_fails=1 fail_timeout=5s; ... keepalive 64; }`, `proxy_buffering off`), "
+        "4096`, the access log in the `edge` format, `upstream svc { zone svc 64k; "
+        "server <instance> max_fails=1 fail_timeout=5s; ... keepalive 64; }`, "
+        "`proxy_buffering off`), "
         "and the reference server block in its `http` block (`Options.edge_extra`):"
         "\n\n  ```nginx\n" + "\n".join("  " + line for line in reference.rstrip().splitlines())
         + "\n  ```\n",

@@ -335,6 +335,9 @@ http {{
     scgi_temp_path {prefix}/scgi;
     map $http_upgrade $connection_upgrade {{ default upgrade; '' ''; }}
     upstream svc {{
+        # Shared by the workers: an instance one worker found dead is skipped by the
+        # other too, instead of each paying a failed connect of its own (CI, 2026-11-27).
+        zone svc 64k;
 {servers}
         keepalive 64;
         # Under the servers' SVCSRV_KEEP_ALIVE_TIMEOUT (5 s): nginx drops an idle
