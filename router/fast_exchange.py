@@ -86,9 +86,9 @@ class FastExchange:
         if opening.cancelled():
             return  # client_left() cancelled it: nobody is left to answer
         error = opening.exception()
-        if self._left:
+        if self._left:  # it opened just as the client left (too late to cancel)
             if error is None:
-                opening.result().close()
+                self._client.keep(opening.result())
             return
         if error is not None:
             self._start_task(self.task(error))
@@ -115,7 +115,7 @@ class FastExchange:
         self._left = True
         opening = self._opening
         if opening is not None:
-            opening.cancel()  # the connection being opened is closed, or closed in _opened
+            opening.cancel()  # the connection being opened is closed, or kept in _opened
             return
         conn = self._conn
         if conn is not None and conn.on_step is not None and not conn.complete:

@@ -202,7 +202,20 @@ class UpstreamClient:
 
     def release(self, conn: OriginConnection) -> None:
         self._busy.discard(conn)
-        if not conn.finish() or self._closed or self._idle_count >= self._max_idle:
+        if not conn.finish():
+            conn.close()
+            return
+        self._keep_idle(conn)
+
+    def keep(self, conn: OriginConnection) -> None:
+        """Pool a connection :meth:`opening` opened for a request that no longer needs it
+        (its client left just as it opened): the next request to its origin takes it."""
+        if conn.closed:
+            return
+        self._keep_idle(conn)
+
+    def _keep_idle(self, conn: OriginConnection) -> None:
+        if self._closed or self._idle_count >= self._max_idle:
             conn.close()
             return
         conn.idle_since = self._loop.time()

@@ -74,6 +74,18 @@ def test_keep_alive_connections_are_reused() -> None:
     assert origin.connections == 1
 
 
+def test_a_connection_opened_for_nobody_is_kept_for_the_next_request() -> None:
+    # What a fast exchange does with a connection that opened as its client left.
+    with answering(OK) as origin:
+        async def kept(client: UpstreamClient) -> bytes:
+            parsed = parse_origin(origin.url, True)
+            assert parsed is not None
+            client.keep(await client.opening(parsed))
+            return (await fetch(client, origin.url))[2]
+        assert run(kept) == b"ok"
+    assert origin.connections == 1  # the request went on the kept connection
+
+
 def test_connection_close_is_honoured() -> None:
     closing = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok"
     with answering(closing, close=True) as origin:
