@@ -15,12 +15,12 @@ from pathlib import Path
 import uvloop
 
 from router.fast_exchange import FastExchange
-from router.gating import RuntimeRoute
 from router.headers import Headers
 from router.proxy import HttpProxy
 from router.upstream import make_session
-from tests.router.test_upstream_client import OK, answering
+from tests.router.test_upstream_client import OK, answering, fetch
 from tests.support.router import router_settings
+from tests.unit.test_gating import route
 
 
 def test_a_connection_opened_as_the_client_left_serves_the_next_request(
@@ -34,19 +34,16 @@ def test_a_connection_opened_as_the_client_left_serves_the_next_request(
         return True
 
     with answering(OK) as origin:
-        route = RuntimeRoute(
-            app_id="zapp_1", slug="game", name="Game", origin=origin.url,
-            app_status="active", runtime_status="verified", domain_status="none",
-            kill_switch=False, entry_path="/", app_path="/")
+        game = route("verified", "none", origin.url)
 
         async def main() -> tuple[bool, bool, bytes]:
             session = make_session(settings)
             try:
                 proxy = HttpProxy(settings, lambda: session)
-                parsed = proxy.origin_for(route)
+                parsed = proxy.origin_for(game)
                 assert parsed is not None
                 head = [(b"host", parsed.host_bytes)]
-                exchange = FastExchange(proxy, route, parsed, "GET", b"/", head, None,
+                exchange = FastExchange(proxy, game, parsed, "GET", b"/", head, None,
                                         write_whole=write_whole,
                                         start_task=answered.append)
                 pooled = exchange.start()
@@ -57,13 +54,7 @@ def test_a_connection_opened_as_the_client_left_serves_the_next_request(
                 in_window = exchange._opening is opening  # its callback has not run
                 exchange.client_left()
                 await asyncio.sleep(0)
-                client = proxy.client()
-                conn = client.start(parsed, "GET", b"/", head)
-                assert conn is not None, "the opened connection was not kept"
-                while not conn.complete and conn.error is None:
-                    await conn.waiter()
-                body = conn.body()
-                client.release(conn)
+                _, _, body = await fetch(proxy.client(), origin.url)
                 return pooled, in_window, body
             finally:
                 await session.close()
@@ -73,4 +64,4 @@ def test_a_connection_opened_as_the_client_left_serves_the_next_request(
     assert in_window
     assert body == b"ok"
     assert answered == []  # the client had left: nothing answered, no task started
-    assert origin.connections == 1
+    assert origin.connections == 1  # the request went on the kept connection
