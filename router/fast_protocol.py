@@ -44,7 +44,7 @@ from uvicorn._types import ASGI3Application
 from uvicorn.config import Config
 from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
-from uvicorn.protocols.utils import get_local_addr, get_remote_addr, is_ssl
+from uvicorn.protocols.utils import is_ssl
 from uvicorn.server import ServerState
 
 from router.fast_exchange import FastExchange
@@ -176,8 +176,8 @@ class FastProtocol(asyncio.Protocol):
         self._transport = stream
         self._flow = FlowControl(stream)
         self._writes = HeldWrites(stream, self._loop)
-        self._server = get_local_addr(stream)
-        self._client = get_remote_addr(stream)
+        self._server = local_address(stream)
+        self._client = peer_address(stream)
         self._client_ip = self._client[0] if self._client else None
         self._scheme = "https" if is_ssl(stream) else "http"
         self._trusted = self._fast.trusts(self._client_ip)
@@ -504,6 +504,28 @@ class FastProtocol(asyncio.Protocol):
         self._reading_paused = True
         self._transport.pause_reading()
 
+
+
+def local_address(transport: asyncio.BaseTransport) -> tuple[str, int | None] | None:
+    """The scope's ``server``, as uvicorn's ``get_local_addr`` gives it, from the address
+    the transport saved when it was accepted. uvicorn's helper asks for the transport's
+    ``socket`` instead, for which uvloop builds a socket object and asks the kernel again
+    (about 6 us a connection, docs/BENCHMARKS.md)."""
+    info = transport.get_extra_info("sockname")
+    if isinstance(info, tuple) and len(info) >= 2:  # IPv6 adds flow info and scope id
+        return (str(info[0]), int(info[1]))
+    if isinstance(info, str):  # a Unix socket's path
+        return (info, None)
+    return None
+
+
+def peer_address(transport: asyncio.BaseTransport) -> tuple[str, int] | None:
+    """The scope's ``client``, as uvicorn's ``get_remote_addr`` gives it, from the saved
+    peer address (see :func:`local_address`)."""
+    info = transport.get_extra_info("peername")
+    if isinstance(info, tuple) and len(info) >= 2:
+        return (str(info[0]), int(info[1]))
+    return None  # a Unix socket's peer has no address
 
 
 def http_protocol(config: Config, server_state: ServerState, app_state: dict[str, Any],

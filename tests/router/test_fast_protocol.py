@@ -369,3 +369,26 @@ def test_a_connection_silent_before_its_first_request_is_closed_after_the_timeou
         silent.settimeout(3)
         assert silent.recv(1) == b""  # closed by the router about 1 s after it connected
         assert Answers(slow).next()[1] == b"GET /late |"
+
+
+def test_a_client_over_ipv6_is_named_as_uvicorn_names_it(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin) -> None:
+    """The protocol takes the client's address from what the transport saved when it
+    accepted the connection, not from uvicorn's helpers: an IPv6 peer (a 4-tuple there)
+    reaches the origin as uvicorn's helpers name it, on the ASGI path (a cache miss) and
+    on the fast path."""
+    add_app(proxy_sessions, "game", origin.url)
+    with start_proxy_router(bind_host="::1") as router, \
+            socket.create_connection(("::1", router.port), timeout=10) as conn:
+        fast, host = fast_of(router), router.host("game")
+        answers = Answers(conn)
+        conn.sendall(get(host, "/miss"))  # looked up and proxied through ASGI
+        assert answers.next()[1] == b"GET /miss |"
+        taken = fast.taken
+        conn.sendall(get(host, "/hit"))
+        assert answers.next()[1] == b"GET /hit |"
+        assert fast.taken == taken + 1
+    forwarded = [line for head in origin.heads[-2:] for line in head.lower().split(b"\r\n")
+                 if line.startswith(b"x-forwarded-for:")]
+    assert forwarded == [b"x-forwarded-for: ::1", b"x-forwarded-for: ::1"]
