@@ -33,18 +33,23 @@ from ops.cluster.processes import Processes
 HEADING = "## Router: CPU per new client connection (bench/connection_cpu.py)"
 # Rendered under the figures whatever run wrote them; update it with the code it describes.
 WHERE = (
-    "Where the router's goes (`perf record --call-graph dwarf` on one process under the "
-    "close load, 2026-11-26 16:35 UTC): the kernel's accept, close and FIN, as nginx's; "
-    "uvloop's own transport setup and teardown (a `PseudoSocket` for the descriptor, a weak "
-    "reference per transport, the handle's close); and our protocol's `connection_made`, "
-    "about 15% of a connection's samples. Timed alone on uvloop: the peer and local "
-    "addresses 14 us (uvicorn's helpers; most of it is uvloop building its `PseudoSocket` "
-    "on the first call), the flow control 2 us, the keep-alive timer 5 us. Taking the local "
-    "address only when an ASGI scope needs it and the flow control only when a request "
-    "cycle does would save about 6 us of some 150, inside this bench's noise: not done. "
-    "Tried 2026-11-26 23:50 UTC, the local address read only for a scope and one keep-alive "
-    "sweep per server instead of a timer per connection: 80 to 83 us per connection against "
-    "78 to 82 before it in the same session, no change; reverted.")
+    "Where the router's goes (2026-11-27, one router process under each load: `perf` "
+    "sampling, and every Python call counted): against a keep-alive request, a close "
+    "request adds about 58 us in the kernel (accept, close and FIN, the epoll changes, and "
+    "about 28 us of waking the client and the origin: `_raw_spin_unlock_irqrestore` under "
+    "`sock_def_readable`, where this virtual machine's interrupt to an idle CPU is paid; "
+    "both sleep more at the close load's lower rate), about 24 us in libpython (the C API "
+    "that uvloop's transport setup and teardown and our compiled code call: allocation, "
+    "attribute lookups, the collector), about 8 us in uvloop itself, and 11 Python calls "
+    "(uvicorn's protocol factory, its `FlowControl` and `asyncio.Event`, uvloop's "
+    "`WeakValueDictionary` of transports). Our protocol's own setup, timed alone on "
+    "in-memory transports, is about 8 us. Until 2026-11-27 it took the peer and local "
+    "addresses through uvicorn's helpers, which ask uvloop for the socket: a `PseudoSocket`, "
+    "then per call a `socket.socket` that asks the kernel again (5 syscalls, 8 us timed on "
+    "real uvloop transports); it now reads the addresses uvloop saved at accept (2 us): "
+    "112 to 117 us per close request on one process instead of 126 to 128, 3 rounds "
+    "alternating with the tree before. The keep-alive timer (0.9 us to arm and cancel on "
+    "uvloop), the flow control (0.5 us) and the parser (1 us) are left as they are.")
 CONNECTIONS = 32
 
 
