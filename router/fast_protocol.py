@@ -87,6 +87,11 @@ class _Head:
         self.length: bytes | None = None  # Content-Length, as the parser accepted it
         self.chunked = False  # any Transfer-Encoding
 
+    def spend(self) -> None:
+        """The connection is gone: drop the parser, which holds this object's methods, so
+        that both go when the protocol does rather than at the collector's next pass."""
+        self.parser = _SPENT
+
     def on_message_begin(self) -> None:
         self.url = b""
         self.headers = []
@@ -121,6 +126,10 @@ class _Head:
 
     def on_message_complete(self) -> None:
         self.complete = True
+
+
+# A lost connection's head parser (see _Head.spend); it is never fed.
+_SPENT = httptools.HttpRequestParser(object())
 
 
 class FastProtocol(asyncio.Protocol):
@@ -202,7 +211,9 @@ class FastProtocol(asyncio.Protocol):
         self._gone = True
         exchange = self._exchange
         if exchange is not None:
+            self._exchange = None  # it holds this protocol's methods: no cycle left behind
             exchange.client_left()
+        self._head.spend()
         cycle = self._cycle
         if cycle is not None:
             if not cycle.response_complete:

@@ -25,6 +25,8 @@ from router.origin_errors import (
 # Pause reading the origin while this much body waits for a slow client.
 HIGH_WATER = 256 * 1024
 _NO_BODY_STATUS = (204, 304)
+# A lost connection's parser (see connection_lost); it is never fed.
+_SPENT = httptools.HttpResponseParser(object())
 
 
 class OriginConnection(asyncio.Protocol):
@@ -239,6 +241,9 @@ class OriginConnection(asyncio.Protocol):
         drain = self._drain
         if drain is not None and not drain.done():
             drain.set_result(None)
+        # The parser holds this object's methods: dropped, both go with their last
+        # reference rather than at the collector's next pass.
+        self._parser = _SPENT
 
     def pause_writing(self) -> None:
         self._writing_paused = True

@@ -65,3 +65,44 @@ def test_a_connection_opened_as_the_client_left_serves_the_next_request(
     assert body == b"ok"
     assert answered == []  # the client had left: nothing answered, no task started
     assert origin.connections == 1  # the request went on the kept connection
+
+
+def test_a_client_leaving_a_slow_answer_settles_the_exchange_at_once(tmp_path: Path) -> None:
+    """The origin has the request and has not answered; the client leaves. The exchange
+    settles as the ASGI path would (the connection closed and out of the busy set,
+    nothing answered) at once, with no request cycle and task for nobody."""
+    settings = router_settings(f"sqlite:///{tmp_path / 'unused.db'}",
+                               allow_private_origins=True)
+    handed: list[object] = []  # anything the exchange answers or hands to a task
+
+    def write_whole(status: int, headers: Headers, body: bytes) -> bool:
+        handed.append((status, headers, body))
+        return True
+
+    with answering() as origin:  # takes the request, never answers
+        game = route("verified", "none", origin.url)
+
+        async def main() -> tuple[bool, bool, bool, bool]:
+            session = make_session(settings)
+            try:
+                proxy = HttpProxy(settings, lambda: session)
+                parsed = proxy.origin_for(game)
+                assert parsed is not None
+                client = proxy.client()
+                client.keep(await client.opening(parsed))  # an idle pooled connection
+                exchange = FastExchange(proxy, game, parsed, "GET", b"/",
+                                        [(b"host", parsed.host_bytes)], None,
+                                        write_whole=write_whole, start_task=handed.append)
+                pooled = exchange.start()
+                conn = exchange._conn
+                assert conn is not None
+                was_busy = conn in client._busy
+                exchange.client_left()
+                return pooled, was_busy, conn in client._busy, conn.closed
+            finally:
+                await session.close()
+
+        pooled, was_busy, still_busy, closed = uvloop.run(main())
+    assert pooled and was_busy
+    assert not still_busy and closed
+    assert handed == []

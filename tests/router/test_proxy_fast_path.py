@@ -10,6 +10,7 @@ the origin saw, byte for byte.
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
 import socket
 import threading
@@ -354,6 +355,46 @@ def test_a_slow_answer_on_the_fast_path_needs_no_watching_task_and_leaving_cuts_
             time.sleep(0.01)
         assert closed_at, "the origin's connection stayed open"
         assert closed_at[0] - left_at < SLOW
+
+
+def test_a_client_leaving_a_slow_answer_leaves_nothing_to_the_collector(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin) -> None:
+    """A client that leaves while the origin is slow to answer: its protocol, its head
+    parser, its exchange and the cut origin connection go when their last reference does,
+    not at the collector's next pass over reference cycles. When a crowd of clients leaves
+    at once, that pass (over every one of them) stalls every request of the process."""
+    ours = {"FastProtocol", "_Head", "HttpRequestParser", "FastExchange", "OriginConnection",
+            "HttpResponseParser", "RequestResponseCycle"}
+    second = threading.Event()
+    closed_at: list[float] = []
+    with RawOrigin(first_answer_only("hold", second, closed_at)) as raw, \
+            game(start_proxy_router, proxy_sessions, origin.url,
+                 proxy_read_timeout=60.0) as router:
+        repoint(router, proxy_sessions, raw.url)
+        fast = fast_path(router)
+        flags = gc.get_debug()
+        gc.collect()
+        gc.set_debug(flags | gc.DEBUG_SAVEALL)  # what a pass finds is kept, to be named
+        try:
+            with socket.create_connection(("127.0.0.1", router.port), timeout=5) as client:
+                client.sendall(request(router, "/first"))
+                assert client.recv(4096).endswith(b"first")
+                before = fast.untasked
+                client.sendall(request(router, "/wait"))
+                assert second.wait(5), "the request never reached the origin"
+                assert fast.untasked == before + 1, "the request left the fast path"
+            deadline = time.monotonic() + 5
+            while not closed_at and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert closed_at, "the origin's connection stayed open"
+            time.sleep(0.2)  # both transports report connection_lost
+            gc.collect()
+            found = sorted({type(thing).__name__ for thing in gc.garbage} & ours)
+        finally:
+            gc.set_debug(flags)
+            gc.garbage.clear()
+    assert found == []
 
 
 def first_answer_only(then: str, second: threading.Event | None = None,
