@@ -97,7 +97,17 @@ PROFILES: dict[int, str] = {
         "process can still hold 170 to 180 while the other's is empty (`bench/case_profile.py"
         " accept router`). One shared queue would let the idle process take them, but "
         "libuv accepts a whole burst into whichever process wakes first, which is why each "
-        "has its own."),
+        "has its own. 2026-11-27: a new client connection now takes its addresses from "
+        "what uvloop saved at accept (about 10 us less), a client leaving mid-request no "
+        "longer becomes a task, and lost connections leave no reference cycles (the end of "
+        "the warm-up, 2,000 clients leaving at once, had left about 27,000 objects per "
+        "process for a full collection during the next run's start). Three runs of this "
+        "case that morning, 9 rounds: the router added 27 to 172 ms at p99 over the whole "
+        "run (median 37; the session before, 68 to 92), nginx 2 to 45 (median 28); the "
+        "fast app's p99 rose 5.0 to 28.7 ms through the router (median 11.7), 2.3 to 7.6 "
+        "through nginx (median 5.2). A new origin connection costs the router about 1.5 to "
+        "2 times nginx's CPU, a new client connection about 4 times "
+        "(bench/connection_cpu.py)."),
 }
 
 
@@ -142,10 +152,15 @@ def slow_note(rows: list[Round]) -> str:
                 "steady probe). What it adds over the whole run is the run's start: wrk "
                 "opens its 2,000 connections at once, each first request needing a new "
                 "origin connection too, and the router takes longer than nginx to accept and "
-                "serve that burst (bench/connection_cpu.py); nginx added "
+                "serve that burst: a new client connection and a new origin connection each "
+                "cost it more CPU than they cost nginx (bench/connection_cpu.py, which "
+                "measures both and estimates from them what such a burst adds); nginx added "
                 f"{median_of(rows, 'nginx', 'added_p99_ms'):.0f} ms over the whole run "
-                "itself. The fast app's requests during that start wait behind it in the "
-                "same processes; nginx's fast app p99 moved from "
+                "itself. The fast app's requests, sent from the load's 1st second, wait "
+                "behind the slow app's requests in the same processes' event loops, and "
+                "the router spends "
+                f"{median_ratio(rows, 'router', 'nginx', 'us_per_req'):.1f} times nginx's "
+                "CPU on each of those; nginx's fast app p99 moved from "
                 f"{median_of(rows, 'nginx', 'fast_alone_p99_ms'):.2f} to "
                 f"{median_of(rows, 'nginx', 'fast_during_p99_ms'):.2f} ms on the same box.")
     return (cpu_sentence(rows, "us_per_req", "us", "request") + " 2,000 clients each "

@@ -2,7 +2,8 @@
 two proxies under test in front of them, configured alike.
 
 - upstream: nginx (1 worker) answering ``/1m`` with a 1 MiB file and every other path,
-  any method, with the 1,024-byte body of bench/proxy_bench.py;
+  any method, with the 1,024-byte body of bench/proxy_bench.py (``/close`` closing its
+  connection after it);
 - slow origin and WebSocket echo origin: bench/case_origins.py, one process each;
 - Redis (the router's app cache invalidation, as production uses it);
 - nginx proxy: ``worker_processes`` = the cores, one ``server`` per app name
@@ -59,6 +60,9 @@ UPSTREAM = """\
         listen 127.0.0.1:{port} backlog=4096;
         default_type text/plain;
         location = /1m {{ alias {big}; }}
+        # Closes after its answer: every request for it needs a new origin connection
+        # (bench/connection_cpu.py).
+        location = /close {{ keepalive_timeout 0; return 200 "{payload}"; }}
         location / {{ return 200 "{payload}"; }}
     }}
 """

@@ -143,35 +143,51 @@ def test_the_slow_origin_note_says_which_part_of_the_p99_is_the_routers() -> Non
     assert "it kept up with the 2,000 clients" in kept_up
     assert "added 3.8 ms at p99 over the origin's (nginx 1.0 ms" in kept_up
     assert "nginx added 20 ms over the whole run" in kept_up
+    assert "the router spends 1.7 times nginx's CPU on each of those" in kept_up
     behind = notes.slow_note(rows(8_000.0))
     assert "kept up" not in behind
     assert "requests queue in its processes behind the CPU" in behind
     assert "the router answered 8,000 req/s (83% of nginx's 9,600)" in behind
 
 
-def test_connection_cost_is_the_close_runs_cpu_over_the_keep_alive_runs() -> None:
+def test_connection_costs_are_the_close_runs_cpu_over_the_keep_alive_runs() -> None:
     bench = bench_module("connection_cpu")
     run = bench.Run
 
-    def round_of(nginx: tuple[float, float], router: tuple[float, float],
+    def round_of(nginx: tuple[float, float, float], router: tuple[float, float, float],
                  errors: str = "") -> list[Any]:
         return [run("nginx", "keep-alive", 20_000.0, nginx[0], ""),
                 run("nginx", "close", 7_000.0, nginx[1], ""),
+                run("nginx", "origin-close", 9_000.0, nginx[2], ""),
                 run("router", "keep-alive", 12_000.0, router[0], errors),
-                run("router", "close", 4_000.0, router[1], "")]
+                run("router", "close", 4_000.0, router[1], ""),
+                run("router", "origin-close", 5_000.0, router[2], "")]
 
-    rounds = [round_of((35.0, 85.0), (90.0, 240.0)), round_of((40.0, 80.0), (95.0, 255.0)),
-              round_of((30.0, 90.0), (80.0, 250.0), "non-2xx/3xx: 2")]
+    rounds = [round_of((35.0, 85.0, 75.0), (90.0, 240.0, 200.0)),
+              round_of((40.0, 80.0, 90.0), (95.0, 255.0, 215.0)),
+              round_of((30.0, 90.0, 70.0), (80.0, 250.0, 180.0), "non-2xx/3xx: 2")]
     assert bench.per_connection(rounds[0], "router") == 150.0
     assert bench.per_connection(rounds[0], "nginx") == 50.0
+    assert bench.per_connection(rounds[0], "router", "origin-close") == 110.0
+    # 2,000 requests at 90 + 150 + 110 us over 2 processes: 350 ms to serve, half of it
+    assert bench.burst_ms(rounds[0], "router", 2) == 175.0
+    assert bench.burst_ms(rounds[0], "nginx", 1) == 125.0
     info = {"date": "2026-11-26 17:00 UTC", "uname -m": "x86_64", "nproc": "2",
             "python": "3.11.7", "nginx -v": "nginx/1.22.1", "wrk": "wrk 4.1.0",
             "libraries": "uvloop 0.23.0", "load average at start": "0.10 0.20 0.30"}
-    section = bench.render(rounds, info)
+    section = bench.render(rounds, info, 2)
     assert section.startswith(bench.HEADING + "\n")
     # medians of the per-connection figures (150, 160, 170 and 50, 40, 60) and of the
-    # per-round ratios (3.00, 4.00, 2.83)
-    assert "**160 us** of CPU beyond its request, nginx 50 us: **x3.00**" in section
-    assert "| 2 | router | 12,000 | 95 us | 4,000 | 255 us | 160 us | x4.00 |" in section
+    # per-round ratios (3.00, 4.00, 2.83); origin connections 110, 120, 100 against 40,
+    # 50, 40 (ratios 2.75, 2.40, 2.50)
+    assert ("a new client connection costs the router **160 us** of CPU beyond its "
+            "request, nginx 50 us: **x3.00**") in section
+    assert ("a new origin connection costs the router **110 us** of CPU beyond its "
+            "request, nginx 40 us: **x2.50**") in section
+    # bursts: router 175, 187.5, 175 ms; nginx 62.5, 65, 65 ms
+    assert "is about **175 ms** for the router and 65 ms for nginx" in section
+    assert "needs about 20 us a request" in section
+    assert ("| 2 | router | 12,000 | 95 us | 4,000 | 255 us | 160 us | 5,000 | 215 us "
+            "| 120 us | 188 ms |") in section
     assert "Errors reported by wrk: router keep-alive: non-2xx/3xx: 2" in section
     assert "``" not in section
