@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -326,35 +327,59 @@ def test_a_client_leaving_closes_the_upstream_on_the_fast_path(
                                 lambda router: request(router, "/wait"))
 
 
+@dataclass
+class Held:
+    """A router whose app's origin answers each connection's first request and holds the
+    next until the router closes it."""
+    router: RunningRouter
+    fast: FastPath
+    arrived: threading.Event  # the held request reached the origin
+    closed_at: list[float]  # when the origin saw its connection closed
+
+    def hold_a_request(self, client: socket.socket) -> None:
+        """On ``client``: a first request (its origin connection is pooled after it), then
+        one the origin holds, sent on that connection by the fast path."""
+        client.sendall(request(self.router, "/first"))
+        assert client.recv(4096).endswith(b"first")  # its connection is now pooled
+        before = self.fast.untasked
+        client.sendall(request(self.router, "/wait"))
+        assert self.arrived.wait(5), "the request never reached the origin"
+        assert self.fast.untasked == before + 1, "the request left the fast path"
+
+    def closed(self) -> float:
+        """When the origin saw the router close its connection (within 5 s)."""
+        deadline = time.monotonic() + 5
+        while not self.closed_at and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert self.closed_at, "the origin's connection stayed open"
+        return self.closed_at[0]
+
+
+@contextmanager
+def held(start: RouterFactory, sessions: sessionmaker[Session], url: str) -> Iterator[Held]:
+    arrived = threading.Event()
+    closed_at: list[float] = []
+    with RawOrigin(first_answer_only("hold", arrived, closed_at)) as raw, \
+            game(start, sessions, url, proxy_read_timeout=60.0) as router:
+        repoint(router, sessions, raw.url)
+        yield Held(router, fast_path(router), arrived, closed_at)
+
+
 def test_a_slow_answer_on_the_fast_path_needs_no_watching_task_and_leaving_cuts_at_once(
         start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
         origin: RawOrigin) -> None:
     """The protocol itself tells the exchange its client left: no task watches each slow
     request (under load, most requests are slow), and the origin's connection is closed
     at once, not at the upstream client's next sweep past SLOW."""
-    second = threading.Event()
-    closed_at: list[float] = []
-    with RawOrigin(first_answer_only("hold", second, closed_at)) as raw, \
-            game(start_proxy_router, proxy_sessions, origin.url,
-                 proxy_read_timeout=60.0) as router:
-        repoint(router, proxy_sessions, raw.url)
-        fast = fast_path(router)
-        with socket.create_connection(("127.0.0.1", router.port), timeout=5) as client:
-            client.sendall(request(router, "/first"))
-            assert client.recv(4096).endswith(b"first")  # its connection is now pooled
-            before = fast.untasked
-            client.sendall(request(router, "/wait"))
-            assert second.wait(5), "the request never reached the origin"
+    with held(start_proxy_router, proxy_sessions, origin.url) as holding:
+        port = holding.router.port
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+            holding.hold_a_request(client)
             time.sleep(SLOW + 3 * TICK)  # past the point where a sweep would watch it
-            busy = list(fast.proxy.client()._busy)  # read across threads: a snapshot
-            assert fast.untasked == before + 1, "the request left the fast path"
+            busy = list(holding.fast.proxy.client()._busy)  # across threads: a snapshot
             assert busy and all(conn.watcher is None for conn in busy)
             left_at = time.monotonic()
-        deadline = time.monotonic() + 5
-        while not closed_at and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert closed_at, "the origin's connection stayed open"
-        assert closed_at[0] - left_at < SLOW
+        assert holding.closed() - left_at < SLOW
 
 
 def test_a_client_leaving_a_slow_answer_leaves_nothing_to_the_collector(
@@ -366,28 +391,15 @@ def test_a_client_leaving_a_slow_answer_leaves_nothing_to_the_collector(
     at once, that pass (over every one of them) stalls every request of the process."""
     ours = {"FastProtocol", "_Head", "HttpRequestParser", "FastExchange", "OriginConnection",
             "HttpResponseParser", "RequestResponseCycle"}
-    second = threading.Event()
-    closed_at: list[float] = []
-    with RawOrigin(first_answer_only("hold", second, closed_at)) as raw, \
-            game(start_proxy_router, proxy_sessions, origin.url,
-                 proxy_read_timeout=60.0) as router:
-        repoint(router, proxy_sessions, raw.url)
-        fast = fast_path(router)
+    with held(start_proxy_router, proxy_sessions, origin.url) as holding:
         flags = gc.get_debug()
         gc.collect()
         gc.set_debug(flags | gc.DEBUG_SAVEALL)  # what a pass finds is kept, to be named
         try:
-            with socket.create_connection(("127.0.0.1", router.port), timeout=5) as client:
-                client.sendall(request(router, "/first"))
-                assert client.recv(4096).endswith(b"first")
-                before = fast.untasked
-                client.sendall(request(router, "/wait"))
-                assert second.wait(5), "the request never reached the origin"
-                assert fast.untasked == before + 1, "the request left the fast path"
-            deadline = time.monotonic() + 5
-            while not closed_at and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert closed_at, "the origin's connection stayed open"
+            port = holding.router.port
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+                holding.hold_a_request(client)
+            holding.closed()
             time.sleep(0.2)  # both transports report connection_lost
             gc.collect()
             found = sorted({type(thing).__name__ for thing in gc.garbage} & ours)
