@@ -173,7 +173,8 @@ def main() -> None:
     raise_open_files()
     info = machine()
     rounds: list[list[Run]] = []
-    with bed(os.cpu_count() or 1) as place:
+    processes = os.cpu_count() or 1
+    with bed(processes) as place:
         for number in range(options.rounds):
             runs: list[Run] = []
             for start in (start_nginx_proxy, start_router):
@@ -188,7 +189,7 @@ def main() -> None:
                 finally:
                     procs.stop_all()
             rounds.append(runs)
-    section = render(rounds, info, os.cpu_count() or 1)
+    section = render(rounds, info, processes)
     print(section)
     if not options.dry_run:
         write_section(HEADING, section)

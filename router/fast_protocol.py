@@ -523,20 +523,21 @@ def local_address(transport: asyncio.BaseTransport) -> tuple[str, int | None] | 
     ``socket`` instead, for which uvloop builds a socket object and asks the kernel again
     (about 6 us a connection, docs/BENCHMARKS.md)."""
     info = transport.get_extra_info("sockname")
-    if isinstance(info, tuple) and len(info) >= 2:  # IPv6 adds flow info and scope id
-        return (str(info[0]), int(info[1]))
     if isinstance(info, str):  # a Unix socket's path
         return (info, None)
-    return None
+    return _host_port(info)
 
 
 def peer_address(transport: asyncio.BaseTransport) -> tuple[str, int] | None:
     """The scope's ``client``, as uvicorn's ``get_remote_addr`` gives it, from the saved
-    peer address (see :func:`local_address`)."""
-    info = transport.get_extra_info("peername")
-    if isinstance(info, tuple) and len(info) >= 2:
+    peer address (see :func:`local_address`); None for a Unix socket's peer."""
+    return _host_port(transport.get_extra_info("peername"))
+
+
+def _host_port(info: object) -> tuple[str, int] | None:
+    if isinstance(info, tuple) and len(info) >= 2:  # IPv6 adds flow info and scope id
         return (str(info[0]), int(info[1]))
-    return None  # a Unix socket's peer has no address
+    return None
 
 
 def http_protocol(config: Config, server_state: ServerState, app_state: dict[str, Any],

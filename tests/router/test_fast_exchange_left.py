@@ -12,8 +12,7 @@ real origin on loopback, with nothing behind it but what it answers or hands to 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,20 +57,15 @@ def run_with(tmp_path: Path, origin_url: str,
                                allow_private_origins=True)
     game = route("verified", "none", origin_url)
 
-    @asynccontextmanager
-    async def exchanges() -> AsyncIterator[Exchanges]:
+    async def main() -> T:
         session = make_session(settings)
         try:
             proxy = HttpProxy(settings, lambda: session)
             parsed = proxy.origin_for(game)
             assert parsed is not None
-            yield Exchanges(proxy, game, parsed)
+            return await test(Exchanges(proxy, game, parsed))
         finally:
             await session.close()
-
-    async def main() -> T:
-        async with exchanges() as made:
-            return await test(made)
 
     return uvloop.run(main())
 
