@@ -35,6 +35,7 @@ from router.origin import Origin
 from router.origin_connection import OriginConnection
 from router.origin_errors import ClientGone
 from router.proxy import HttpProxy, WholeWriter, bodyless
+from router.turns import Turns
 from router.upstream_client import UpstreamClient
 
 log = logging.getLogger(__name__)
@@ -43,13 +44,13 @@ StartTask = Callable[[ASGI3Application], None]
 
 
 class FastExchange:
-    __slots__ = ("_body", "_client", "_conn", "_headers", "_left", "_method", "_opening",
-                 "_origin", "_plan", "_proxy", "_route", "_start_task", "_target",
-                 "_write_whole")
+    __slots__ = ("_admitted", "_body", "_client", "_conn", "_headers", "_left", "_method",
+                 "_opening", "_origin", "_plan", "_proxy", "_route", "_start_task", "_target",
+                 "_turns", "_write_whole")
 
     def __init__(self, proxy: HttpProxy, route: RuntimeRoute, origin: Origin, method: str,
                  target: bytes, headers: Headers, body: bytes | None,
-                 write_whole: WholeWriter, start_task: StartTask) -> None:
+                 write_whole: WholeWriter, start_task: StartTask, turns: Turns) -> None:
         self._proxy = proxy
         self._body = body  # the whole request body, or None for a bodyless request
         self._route = route
@@ -64,6 +65,8 @@ class FastExchange:
         self._plan: ResponsePlan | None = None
         self._opening: asyncio.Task[OriginConnection] | None = None
         self._left = False
+        self._turns = turns
+        self._admitted = False
 
     def start(self) -> bool:
         """Send the request (and its body): True, at once on an idle pooled connection;
@@ -133,6 +136,14 @@ class FastExchange:
         if conn.error is None:
             if not conn.head_done:
                 return
+            if conn.complete and not self._admitted:
+                # Writing the answer is the app's work: in its share of a turn
+                # (router/turns.py). Once: a deferred step comes back here admitted.
+                self._admitted = True
+                if not self._turns.admit(self._route.slug):
+                    conn.on_step = None  # a complete answer: nothing more will step it
+                    self._turns.defer(self._route.slug, self._turn_came)
+                    return
             try:
                 if self._finish(conn):
                     return
@@ -140,6 +151,17 @@ class FastExchange:
                 log.exception("fast exchange of %s", self._route.slug)
         conn.on_step = None
         self._start_task(self.task())
+
+    def _turn_came(self) -> None:
+        """The complete answer waited for its app's turn; its client may have left since
+        (client_left leaves a complete answer alone): the connection is pooled."""
+        conn = self._conn
+        assert conn is not None
+        if self._left:
+            self._client.release(conn)
+            return
+        conn.on_step = self.step
+        self.step()
 
     def _finish(self, conn: OriginConnection) -> bool:
         """True while waiting for the body or once the answer is written; False: the task

@@ -24,6 +24,7 @@ from router.proxy import HttpProxy
 from router.resources import Resources
 from router.runtime_host import AUTH_RETURN_PATH
 from router.settings import Settings
+from router.turns import Turns
 
 # Host header values remembered as runtime slugs; cleared when full, so a client
 # inventing host names costs memory only up to this bound.
@@ -46,6 +47,7 @@ class FastPath:
         self.untasked = 0  # of which sent at once from the protocol, without a task
         # of which sent on a connection they opened (a task for the connect alone)
         self.opened = 0
+        self.turns: Turns | None = None  # made by the first connection, in the loop
 
     def trusts(self, client_ip: str | None) -> bool:
         """Whether a peer's forwarding headers are believed; asked once per connection."""

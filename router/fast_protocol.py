@@ -25,11 +25,14 @@ Every head is held to the service's limits first, as it arrives
 (``router/head_limits.py``): one over them is answered 414 or 431 here and the
 connection closed, whatever would have served it.
 
-A fast request is sent on an idle pooled origin connection, or on one the exchange opens
-for it. One whose answer the exchange cannot write in one go (an error, a streamed or
-large answer, a full write buffer, a client that left) continues the same way, as a
-request cycle running :meth:`router.proxy.HttpProxy.exchange` as its ASGI application:
-gateway pages, retries, streaming and flow control stay those of the ASGI path.
+Reading a request is metered per app (``router/turns.py``): past its app's share of the
+event loop's turn, a connection's bytes wait for a later turn, so that one app's burst
+does not hold up the requests of another. A fast request is sent on an idle pooled origin
+connection, or on one the exchange opens for it. One whose answer the exchange cannot
+write in one go (an error, a streamed or large answer, a full write buffer, a client that
+left) continues the same way, as a request cycle running
+:meth:`router.proxy.HttpProxy.exchange` as its ASGI application: gateway pages, retries,
+streaming and flow control stay those of the ASGI path.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from router.headers import Headers
 from router.lingering import answer_and_linger
 from router.proxy import request_target
 from router.server_protocol import HeldWrites, HttpProtocol, frame_whole, head_policy
+from router.turns import Turns
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,9 @@ MAX_BUFFER = 64 * 1024
 # (or a chunked one) hands the connection to uvicorn's protocol, which streams it. As
 # MAX_BUFFER: what a connection can make the process hold stays of that order.
 MAX_BODY = 64 * 1024
+# The share of a turn (router/turns.py) of connections whose last request the service
+# answered itself (its own hosts, a cache miss): no app slug has a space.
+SERVICE_TURNS = " service"
 
 
 class _Head:
@@ -135,10 +142,10 @@ _SPENT = httptools.HttpRequestParser(object())
 class FastProtocol(asyncio.Protocol):
     __slots__ = (
         "_app", "_app_state", "_buffer", "_client", "_client_ip", "_closing", "_config", "_cycle",
-        "_exchange", "_fast", "_flow", "_gone", "_handed_over", "_head",
-        "_head_end", "_idle_timer", "_last", "_loop", "_policy", "_reading_paused", "_request",
-        "_scan", "_scheme", "_server", "_server_state", "_transport", "_trusted", "_wanted",
-        "_writes",
+        "_exchange", "_fast", "_flow", "_gone", "_handed_over", "_head", "_head_end",
+        "_idle_timer", "_last", "_loop", "_policy", "_queued", "_reading_paused", "_request",
+        "_scan", "_scheme", "_server", "_server_state", "_transport", "_trusted", "_turn_key",
+        "_turns", "_wanted", "_writes",
     )
 
     def __init__(self, fast: FastPath, config: Config, server_state: ServerState,
@@ -177,6 +184,14 @@ class FastProtocol(asyncio.Protocol):
         self._handed_over = False
         self._last = 0.0
         self._idle_timer: asyncio.TimerHandle | None = None
+        turns = fast.turns
+        if turns is None:
+            turns = fast.turns = Turns(self._loop)
+        self._turns = turns
+        # Whose share of a turn this connection's next request takes: the app its last
+        # request went to ("": none yet, as every new connection).
+        self._turn_key = ""
+        self._queued = False  # waiting for its turn to read what the buffer holds
 
     # -- asyncio.Protocol ---------------------------------------------------------------
 
@@ -201,7 +216,31 @@ class FastProtocol(asyncio.Protocol):
                 self._pause_reading()
             return
         self._last = self._loop.time()
+        if self._queued:
+            if len(self._buffer) > MAX_BUFFER and not self._reading_paused:
+                self._pause_reading()
+            return
+        if not self._turns.admit(self._turn_key):
+            self._queued = True
+            self._turns.defer(self._turn_key, self._turn_came)
+            return
         self._next()
+
+    def _turn_came(self) -> None:
+        """What arrived while the connection's app had spent its share of a turn."""
+        self._queued = False
+        transport = self._transport
+        if (self._gone or self._handed_over or self._request is not None or transport is None
+                or transport.is_closing()):
+            return  # (a request in flight: the buffer is served when it is answered)
+        if self._reading_paused:
+            self._reading_paused = False
+            transport.resume_reading()
+        try:
+            self._next()
+        except Exception:  # as uvloop treats a data_received that raised
+            log.exception("fast path request failed")
+            transport.abort()
 
     def eof_received(self) -> bool | None:
         return None  # close; connection_lost settles the request in flight
@@ -355,12 +394,14 @@ class FastProtocol(asyncio.Protocol):
         if planned is None:
             # Another host, a cache miss, a closed gate: the service answers, through ASGI,
             # and the connection stays here for the requests after it.
+            self._turn_key = SERVICE_TURNS
             self._fall_back(self._app)
             return
         route, origin, headers = planned
+        self._turn_key = route.slug
         exchange = self._exchange = FastExchange(
             self._fast.proxy, route, origin, method, request_target(raw_path, query), headers,
-            body, self._write_whole, self._fall_back)
+            body, self._write_whole, self._fall_back, self._turns)
         try:
             pooled = exchange.start()
         except Exception:  # as for the plan: the request goes the ordinary way instead

@@ -7,6 +7,8 @@ real origin on loopback, with nothing behind it but what it answers or hands to 
   send the request) not yet run. The test steps the loop one callback at a time
   (``asyncio.sleep(0)``) until the task is done, and leaves there.
 - While the origin holds its request: settled at once, with no task.
+- While its complete answer waits for its app's turn (router/turns.py): the connection,
+  whose answer was read whole, goes to the pool, and nothing is written.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import uvloop
 
@@ -23,6 +25,7 @@ from router.gating import RuntimeRoute
 from router.headers import Headers
 from router.origin import Origin
 from router.proxy import HttpProxy
+from router.turns import Turns
 from router.upstream import make_session
 from tests.router.test_upstream_client import OK, answering, fetch
 from tests.support.router import router_settings
@@ -40,11 +43,13 @@ class Exchanges:
         self.origin = origin
         self._game = game
         self.handed: list[object] = []
+        self.turns = Turns(asyncio.get_running_loop(), share=1)
 
     def new(self) -> FastExchange:
         return FastExchange(self.proxy, self._game, self.origin, "GET", b"/",
                             [(b"host", self.origin.host_bytes)], None,
-                            write_whole=self._write_whole, start_task=self.handed.append)
+                            write_whole=self._write_whole, start_task=self.handed.append,
+                            turns=self.turns)
 
     def _write_whole(self, status: int, headers: Headers, body: bytes) -> bool:
         self.handed.append((status, headers, body))
@@ -113,4 +118,62 @@ def test_a_client_leaving_a_slow_answer_settles_the_exchange_at_once(tmp_path: P
         pooled, was_busy, still_busy, closed, handed = run_with(tmp_path, origin.url, test)
     assert pooled and was_busy
     assert not still_busy and closed
+    assert handed == []
+
+
+async def answer_waiting_its_turn(made: Exchanges, leave: bool) -> tuple[bool, bool, bool]:
+    """An exchange whose complete answer must wait for its app's turn: work of the app
+    already waits, a thousand pieces that put themselves back at the end of its queue
+    (one runs per turn), so the answer waits about a thousand turns behind them. The
+    client leaves then, or not; then the filler stops and the queue drains. (whether the
+    answer waited, whether its connection is in the pool, whether it is closed)"""
+    client, turns, slug = made.proxy.client(), made.turns, made._game.slug
+    client.keep(await client.opening(made.origin))
+    filling = True
+
+    def filler() -> None:
+        if filling:
+            turns.defer(slug, filler)
+
+    for _ in range(1000):
+        turns.defer(slug, filler)
+    exchange = made.new()
+    assert exchange.start(), "sent on the pooled connection"
+    conn = exchange._conn
+    assert conn is not None
+    while not conn.complete:  # noqa: ASYNC110 (one loop turn at a time)
+        await asyncio.sleep(0)
+    waited = made.handed == [] and conn.on_step is None and conn in client._busy
+    if leave:
+        exchange.client_left()
+    filling = False
+    while turns._queued:  # noqa: ASYNC110
+        await asyncio.sleep(0)
+    return waited, conn in client._idle.get(conn.key, []), conn.closed
+
+
+def test_an_answer_waiting_its_turn_is_written_when_the_turn_comes(tmp_path: Path) -> None:
+    with answering(OK) as origin:
+        async def test(made: Exchanges) -> tuple[tuple[bool, bool, bool], list[object]]:
+            return await answer_waiting_its_turn(made, leave=False), made.handed
+
+        (waited, pooled, closed), handed = run_with(tmp_path, origin.url, test)
+    assert waited
+    assert pooled and not closed
+    assert len(handed) == 1
+    status, _, body = cast(tuple[int, Headers, bytes], handed[0])
+    assert (status, body) == (200, b"ok")
+
+
+def test_a_client_leaving_while_its_answer_waits_its_turn_pools_the_connection(
+        tmp_path: Path) -> None:
+    """The answer was read whole, so its connection can serve the next request; the
+    client is gone, so nothing is written and no task starts."""
+    with answering(OK) as origin:
+        async def test(made: Exchanges) -> tuple[tuple[bool, bool, bool], list[object]]:
+            return await answer_waiting_its_turn(made, leave=True), made.handed
+
+        (waited, pooled, closed), handed = run_with(tmp_path, origin.url, test)
+    assert waited
+    assert pooled and not closed
     assert handed == []

@@ -1,0 +1,186 @@
+"""An app's requests beyond its share of a turn (router/turns.py), through the real router.
+
+The router's event loop is held busy (a callback that sleeps in it) while eight clients
+of one app send a request each, so that the loop finds all eight in one turn. With a
+share of one, seven of them, and then their answers, wait for later turns. They must be
+answered exactly as the ASGI path answers them (byte for byte, each to its own client),
+and each reach the origin exactly once.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+import pytest
+from sqlalchemy.orm import Session, sessionmaker
+
+from router.turns import Turns
+from tests.factories import add_app
+from tests.router.origins import RawOrigin
+from tests.router.test_proxy_fast_path import exchange, fast_path, fixed_origin, game
+from tests.support.router import RouterFactory, RunningRouter
+
+CLIENTS = 8
+STALL = 0.5  # seconds the router's loop is held while the clients send
+
+
+@pytest.fixture
+def origin() -> Iterator[RawOrigin]:
+    with RawOrigin(fixed_origin) as server:
+        yield server
+
+
+def request(router: RunningRouter, target: str, extra: str = "", slug: str = "game") -> bytes:
+    return f"GET {target} HTTP/1.1\r\nHost: {router.host(slug)}\r\n{extra}\r\n".encode()
+
+
+def read_answer(conn: socket.socket) -> bytes:
+    """One answer with a Content-Length body."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        assert chunk, "the router closed the connection early"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:"))
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        assert chunk, "the router closed the connection early"
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def stall(turns: Turns, seconds: float = STALL) -> None:
+    """Hold the router's event loop for ``seconds`` (a callback sleeping in it); returns
+    once it sleeps. What clients send meanwhile, it finds in one turn when it wakes."""
+    asleep = threading.Event()
+
+    def hold() -> None:
+        asleep.set()
+        time.sleep(seconds)
+
+    turns._loop.call_soon_threadsafe(hold)
+    assert asleep.wait(5), "the router's loop never ran the stall"
+
+
+def burst(router: RunningRouter, turns: Turns) -> list[bytes]:
+    """CLIENTS keep-alive connections, each with a first request answered; then, while
+    the loop is held, a second request on each; every connection's answers."""
+    with ExitStack() as stack:
+        conns = [stack.enter_context(socket.create_connection(("127.0.0.1", router.port),
+                                                              timeout=10))
+                 for _ in range(CLIENTS)]
+        answers = []
+        for number, conn in enumerate(conns):
+            conn.sendall(request(router, f"/first{number}"))
+            answers.append(read_answer(conn))
+        stall(turns)
+        for number, conn in enumerate(conns):
+            conn.sendall(request(router, f"/second{number}"))
+        for number, conn in enumerate(conns):
+            answers[number] += read_answer(conn)
+    return answers
+
+
+@contextmanager
+def shared_by_one(start: RouterFactory, sessions: sessionmaker[Session],
+                  url: str) -> Iterator[RunningRouter]:
+    with game(start, sessions, url) as router:
+        turns = fast_path(router).turns
+        assert turns is not None
+        turns.share = 1
+        yield router
+
+
+def test_requests_past_an_apps_share_wait_their_turn_and_are_answered_as_on_the_asgi_path(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin) -> None:
+    with shared_by_one(start_proxy_router, proxy_sessions, origin.url) as router:
+        fast = fast_path(router)
+        turns = fast.turns
+        assert turns is not None
+        taken, deferred, heads = fast.taken, turns.deferred, len(origin.heads)
+        with_turns = burst(router, turns)
+        waited = turns.deferred - deferred
+        assert fast.taken - taken == 2 * CLIENTS, "every request took the fast path"
+        fast_heads = origin.heads[heads:]
+        router.service.fast_path = None  # new connections: uvicorn's protocol, ASGI
+        try:
+            heads = len(origin.heads)
+            asgi = burst(router, turns)
+            asgi_heads = origin.heads[heads:]
+        finally:
+            router.service.fast_path = fast
+        assert exchange(router, request(router, "/after", extra="Connection: close\r\n"))
+    # Seven second requests, and then answers, found the app's share of their turn spent.
+    assert waited >= CLIENTS - 1
+    assert with_turns == asgi
+    for number, answers in enumerate(with_turns):
+        assert answers.count(b"HTTP/1.1 200 OK\r\n") == 2
+        assert f"GET /second{number} HTTP/1.1".encode() in answers
+    # Each request reached the origin once, whatever order the turns sent them in.
+    assert len(fast_heads) == 2 * CLIENTS
+    assert sorted(fast_heads) == sorted(asgi_heads)
+
+
+def test_another_apps_request_is_sent_before_the_requests_waiting_for_their_turns(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin) -> None:
+    """Eight requests of one app and one of another, all in the same turn: the other
+    app's share is its own, so its request goes to the origin in that turn, ahead of the
+    seven that wait for the turns after it (the origin sees requests in the order the
+    router writes them: each on its own connection, over loopback)."""
+    with shared_by_one(start_proxy_router, proxy_sessions, origin.url) as router:
+        add_app(proxy_sessions, "arcade", origin.url)
+        assert exchange(router, request(router, "/warm", extra="Connection: close\r\n",
+                                        slug="arcade"))
+        turns = fast_path(router).turns
+        assert turns is not None
+        with ExitStack() as stack:
+            conns = [stack.enter_context(socket.create_connection(
+                ("127.0.0.1", router.port), timeout=10)) for _ in range(CLIENTS + 1)]
+            slugs = ["game"] * CLIENTS + ["arcade"]
+            for conn, slug in zip(conns, slugs, strict=True):
+                conn.sendall(request(router, "/first", slug=slug))
+                read_answer(conn)
+            heads = len(origin.heads)
+            stall(turns)
+            for number, (conn, slug) in enumerate(zip(conns, slugs, strict=True)):
+                conn.sendall(request(router, f"/{slug}{number}", slug=slug))
+            answers = [read_answer(conn) for conn in conns]
+        seen = [head.split(b" ")[1] for head in origin.heads[heads:]]
+    assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in answers)
+    assert sorted(seen) == sorted(f"/{slug}{n}".encode() for n, slug in enumerate(slugs))
+    # The first of the game's and the arcade's went in the first turn, in either order.
+    assert seen.index(f"/arcade{CLIENTS}".encode()) <= 1
+
+
+def test_connections_the_service_answered_have_a_share_apart_from_new_ones(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin) -> None:
+    """A keep-alive client of the service's own hosts (an API client) does not wait behind
+    a crowd of new connections: its requests count against the service's share, theirs
+    against the share of connections with no app yet. Two new connections and one known
+    one in one turn, a share of one: only the second new one waits."""
+    with shared_by_one(start_proxy_router, proxy_sessions, origin.url) as router:
+        turns = fast_path(router).turns
+        assert turns is not None
+        api = f"GET /statusz HTTP/1.1\r\nHost: api.localhost:{router.port}\r\n\r\n".encode()
+        with ExitStack() as stack:
+            known, *new = [stack.enter_context(socket.create_connection(
+                ("127.0.0.1", router.port), timeout=10)) for _ in range(3)]
+            known.sendall(api)
+            read_answer(known)
+            deferred = turns.deferred
+            stall(turns)
+            for conn in (known, *new):
+                conn.sendall(api)
+            answers = [read_answer(conn) for conn in (known, *new)]
+        waited = turns.deferred - deferred
+    assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in answers)
+    assert waited == 1
