@@ -107,7 +107,17 @@ PROFILES: dict[int, str] = {
         "fast app's p99 rose 5.0 to 28.7 ms through the router (median 11.7), 2.3 to 7.6 "
         "through nginx (median 5.2). A new origin connection costs the router about 1.5 to "
         "2 times nginx's CPU, a new client connection about 4 times "
-        "(bench/connection_cpu.py)."),
+        "(bench/connection_cpu.py). Traced request by request (each fast request's send "
+        "time and latency, one round each), the fast app's slow requests came in bursts: "
+        "in the run's first 0.7 s (the 2,000 new connections, then the first waves of "
+        "answers, up to 100 ms) and now and then later (20 to 35 ms, with both router "
+        "processes stalled at once, as when the steady probe's client starts at 3 s), "
+        "behind whole waves of the slow app's requests, which the loop read in one turn "
+        "and served before anything else. Since then each app does at most 32 pieces of "
+        "work per turn (router/turns.py): in two rounds each before and after the change, "
+        "the fast app's p99 rose +8.0 and +37.4 ms, then +3.5 and +3.4 ms; in the "
+        "section's run after it, +5.7 to +6.6 ms (nginx +3.8 to +9.5), with the CPU per "
+        "request unchanged."),
 }
 
 
@@ -156,13 +166,17 @@ def slow_note(rows: list[Round]) -> str:
                 "cost it more CPU than they cost nginx (bench/connection_cpu.py, which "
                 "measures both and estimates from them what such a burst adds); nginx added "
                 f"{median_of(rows, 'nginx', 'added_p99_ms'):.0f} ms over the whole run "
-                "itself. The fast app's requests, sent from the load's 1st second, wait "
-                "behind the slow app's requests in the same processes' event loops, and "
-                "the router spends "
-                f"{median_ratio(rows, 'router', 'nginx', 'us_per_req'):.1f} times nginx's "
-                "CPU on each of those; nginx's fast app p99 moved from "
+                "itself. The fast app's requests share the processes' event loops with the "
+                "slow app's, whose answers come back in waves (2,000 clients, one 200 ms "
+                "origin); each app does at most a share of a turn's work (router/turns.py), "
+                "so a fast request waits for a share of a wave, not the whole of it. Its "
+                "p99 moved from "
+                f"{median_of(rows, 'router', 'fast_alone_p99_ms'):.2f} to "
+                f"{median_of(rows, 'router', 'fast_during_p99_ms'):.2f} ms through the "
+                "router, from "
                 f"{median_of(rows, 'nginx', 'fast_alone_p99_ms'):.2f} to "
-                f"{median_of(rows, 'nginx', 'fast_during_p99_ms'):.2f} ms on the same box.")
+                f"{median_of(rows, 'nginx', 'fast_during_p99_ms'):.2f} ms through nginx, on "
+                "the same box.")
     return (cpu_sentence(rows, "us_per_req", "us", "request") + " 2,000 clients each "
             "waiting 200 ms ask for up to 10,000 req/s; the router answered "
             f"{median_of(rows, 'router', 'rps'):,.0f} req/s ({rate:.0%} of nginx's "
