@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import pytest
 import uvloop
 
 from router.fast_exchange import FastExchange
@@ -152,28 +153,19 @@ async def answer_waiting_its_turn(made: Exchanges, leave: bool) -> tuple[bool, b
     return waited, conn in client._idle.get(conn.key, []), conn.closed
 
 
-def test_an_answer_waiting_its_turn_is_written_when_the_turn_comes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("leave", [False, True], ids=["stays", "leaves"])
+def test_an_answer_waiting_its_turn_is_written_or_its_connection_pooled(
+        tmp_path: Path, leave: bool) -> None:
+    """The answer was read whole, so its connection serves the next request either way.
+    A client still there gets it when the turn comes; one that left gets nothing, and no
+    task starts for it."""
     with answering(OK) as origin:
         async def test(made: Exchanges) -> tuple[tuple[bool, bool, bool], list[object]]:
-            return await answer_waiting_its_turn(made, leave=False), made.handed
+            return await answer_waiting_its_turn(made, leave=leave), made.handed
 
         (waited, pooled, closed), handed = run_with(tmp_path, origin.url, test)
     assert waited
     assert pooled and not closed
-    assert len(handed) == 1
-    status, _, body = cast(tuple[int, Headers, bytes], handed[0])
-    assert (status, body) == (200, b"ok")
-
-
-def test_a_client_leaving_while_its_answer_waits_its_turn_pools_the_connection(
-        tmp_path: Path) -> None:
-    """The answer was read whole, so its connection can serve the next request; the
-    client is gone, so nothing is written and no task starts."""
-    with answering(OK) as origin:
-        async def test(made: Exchanges) -> tuple[tuple[bool, bool, bool], list[object]]:
-            return await answer_waiting_its_turn(made, leave=True), made.handed
-
-        (waited, pooled, closed), handed = run_with(tmp_path, origin.url, test)
-    assert waited
-    assert pooled and not closed
-    assert handed == []
+    written = [(status, body) for status, _, body
+               in cast(list[tuple[int, Headers, bytes]], handed)]
+    assert written == ([] if leave else [(200, b"ok")])
