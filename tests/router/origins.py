@@ -84,6 +84,15 @@ class RawOrigin:
     async def _stop(self) -> None:
         assert self._server is not None
         self._server.close()
+        # A connection accepted just before takes a few loop turns (a task making its
+        # transport, then one running _connected) to be in _tasks: let them get there, or
+        # its transport would never be closed (a ResourceWarning in whichever test the
+        # collector next runs in).
+        current = asyncio.current_task()
+        for _ in range(100):
+            if all(task is current or task in self._tasks for task in asyncio.all_tasks()):
+                break
+            await asyncio.sleep(0)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
