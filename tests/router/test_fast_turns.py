@@ -184,3 +184,42 @@ def test_connections_the_service_answered_have_a_share_apart_from_new_ones(
         waited = turns.deferred - deferred
     assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in answers)
     assert waited == 1
+
+
+def test_clients_that_leave_while_their_request_waits_its_turn_cost_nothing_after(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        origin: RawOrigin, caplog: pytest.LogCaptureFixture) -> None:
+    """Requests whose clients close at once, found in the same turn as their bytes: those
+    that wait for a later turn find their connection gone and are dropped there (no
+    exchange, no origin connection, no error); a client that stays is answered."""
+    with shared_by_one(start_proxy_router, proxy_sessions, origin.url) as router:
+        fast = fast_path(router)
+        turns = fast.turns
+        assert turns is not None
+        with ExitStack() as stack:
+            conns = [stack.enter_context(socket.create_connection(
+                ("127.0.0.1", router.port), timeout=10)) for _ in range(CLIENTS)]
+            for conn in conns:
+                conn.sendall(request(router, "/first"))
+                read_answer(conn)
+            deferred, heads = turns.deferred, len(origin.heads)
+            stall(turns)
+            *leaving, staying = conns
+            for conn in leaving:
+                conn.sendall(request(router, "/gone"))
+                conn.close()
+            staying.sendall(request(router, "/stays"))
+            answer = read_answer(staying)
+        deadline = time.monotonic() + 5
+        while fast.proxy.client()._busy and time.monotonic() < deadline:
+            time.sleep(0.01)
+        busy = len(fast.proxy.client()._busy)
+        waited = turns.deferred - deferred
+        sent = [head.split(b" ")[1] for head in origin.heads[heads:]]
+    assert b"GET /stays HTTP/1.1" in answer
+    assert waited >= CLIENTS - 1
+    # At most the one admitted in the first turn reached the origin before its client's
+    # close was read; none of those that waited did.
+    assert sent.count(b"/gone") <= 1 and b"/stays" in sent
+    assert busy == 0
+    assert "fast path" not in caplog.text
