@@ -160,8 +160,7 @@ class FastExchange:
         if self._left:
             self._client.release(conn)
             return
-        conn.on_step = self.step
-        self.step()
+        self.step()  # admitted now; it writes the answer, or hands it to a task
 
     def _finish(self, conn: OriginConnection) -> bool:
         """True while waiting for the body or once the answer is written; False: the task

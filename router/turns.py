@@ -48,9 +48,7 @@ class Turns:
         if used >= self.share:
             return False
         self._used[app] = used + 1
-        if not self._scheduled:
-            self._scheduled = True
-            self._loop.call_soon(self._turn_end)
+        self._end_this_turn()
         return True
 
     def defer(self, app: str, work: Work) -> None:
@@ -60,6 +58,10 @@ class Turns:
             queue = self._queued[app] = deque()
         queue.append(work)
         self.deferred += 1
+        self._end_this_turn()
+
+    def _end_this_turn(self) -> None:
+        """Have :meth:`_turn_end` run once this turn's I/O callbacks are done."""
         if not self._scheduled:
             self._scheduled = True
             self._loop.call_soon(self._turn_end)

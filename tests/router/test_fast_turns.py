@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from router.turns import Turns
 from tests.factories import add_app
 from tests.router.origins import RawOrigin
+from tests.router.test_fast_protocol import Answers, get
 from tests.router.test_proxy_fast_path import exchange, fast_path, fixed_origin, game
 from tests.support.router import RouterFactory, RunningRouter
 
@@ -34,25 +35,10 @@ def origin() -> Iterator[RawOrigin]:
         yield server
 
 
-def request(router: RunningRouter, target: str, extra: str = "", slug: str = "game") -> bytes:
-    return f"GET {target} HTTP/1.1\r\nHost: {router.host(slug)}\r\n{extra}\r\n".encode()
-
-
 def read_answer(conn: socket.socket) -> bytes:
-    """One answer with a Content-Length body."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
-        assert chunk, "the router closed the connection early"
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                  if line.lower().startswith(b"content-length:"))
-    while len(body) < length:
-        chunk = conn.recv(65536)
-        assert chunk, "the router closed the connection early"
-        body += chunk
-    return head + b"\r\n\r\n" + body
+    """One Content-Length framed answer, head and body."""
+    head, body = Answers(conn).next()
+    return head + body
 
 
 def stall(turns: Turns, seconds: float = STALL) -> None:
@@ -77,11 +63,11 @@ def burst(router: RunningRouter, turns: Turns) -> list[bytes]:
                  for _ in range(CLIENTS)]
         answers = []
         for number, conn in enumerate(conns):
-            conn.sendall(request(router, f"/first{number}"))
+            conn.sendall(get(router.host("game"), f"/first{number}"))
             answers.append(read_answer(conn))
         stall(turns)
         for number, conn in enumerate(conns):
-            conn.sendall(request(router, f"/second{number}"))
+            conn.sendall(get(router.host("game"), f"/second{number}"))
         for number, conn in enumerate(conns):
             answers[number] += read_answer(conn)
     return answers
@@ -116,7 +102,7 @@ def test_requests_past_an_apps_share_wait_their_turn_and_are_answered_as_on_the_
             asgi_heads = origin.heads[heads:]
         finally:
             router.service.fast_path = fast
-        assert exchange(router, request(router, "/after", extra="Connection: close\r\n"))
+        assert exchange(router, get(router.host("game"), "/after", "Connection: close\r\n"))
     # Seven second requests, and then answers, found the app's share of their turn spent.
     assert waited >= CLIENTS - 1
     assert with_turns == asgi
@@ -137,8 +123,8 @@ def test_another_apps_request_is_sent_before_the_requests_waiting_for_their_turn
     router writes them: each on its own connection, over loopback)."""
     with shared_by_one(start_proxy_router, proxy_sessions, origin.url) as router:
         add_app(proxy_sessions, "arcade", origin.url)
-        assert exchange(router, request(router, "/warm", extra="Connection: close\r\n",
-                                        slug="arcade"))
+        assert exchange(router, get(router.host("arcade"), "/warm",
+                                    "Connection: close\r\n"))
         turns = fast_path(router).turns
         assert turns is not None
         with ExitStack() as stack:
@@ -146,12 +132,12 @@ def test_another_apps_request_is_sent_before_the_requests_waiting_for_their_turn
                 ("127.0.0.1", router.port), timeout=10)) for _ in range(CLIENTS + 1)]
             slugs = ["game"] * CLIENTS + ["arcade"]
             for conn, slug in zip(conns, slugs, strict=True):
-                conn.sendall(request(router, "/first", slug=slug))
+                conn.sendall(get(router.host(slug), "/first"))
                 read_answer(conn)
             heads = len(origin.heads)
             stall(turns)
             for number, (conn, slug) in enumerate(zip(conns, slugs, strict=True)):
-                conn.sendall(request(router, f"/{slug}{number}", slug=slug))
+                conn.sendall(get(router.host(slug), f"/{slug}{number}"))
             answers = [read_answer(conn) for conn in conns]
         seen = [head.split(b" ")[1] for head in origin.heads[heads:]]
     assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in answers)
@@ -200,15 +186,15 @@ def test_clients_that_leave_while_their_request_waits_its_turn_cost_nothing_afte
             conns = [stack.enter_context(socket.create_connection(
                 ("127.0.0.1", router.port), timeout=10)) for _ in range(CLIENTS)]
             for conn in conns:
-                conn.sendall(request(router, "/first"))
+                conn.sendall(get(router.host("game"), "/first"))
                 read_answer(conn)
             deferred, heads = turns.deferred, len(origin.heads)
             stall(turns)
             *leaving, staying = conns
             for conn in leaving:
-                conn.sendall(request(router, "/gone"))
+                conn.sendall(get(router.host("game"), "/gone"))
                 conn.close()
-            staying.sendall(request(router, "/stays"))
+            staying.sendall(get(router.host("game"), "/stays"))
             answer = read_answer(staying)
         deadline = time.monotonic() + 5
         while fast.proxy.client()._busy and time.monotonic() < deadline:
