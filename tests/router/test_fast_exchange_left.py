@@ -65,12 +65,15 @@ def run_with(tmp_path: Path, origin_url: str,
 
     async def main() -> T:
         session = make_session(settings)
+        proxy = HttpProxy(settings, lambda: session)
         try:
-            proxy = HttpProxy(settings, lambda: session)
             parsed = proxy.origin_for(game)
             assert parsed is not None
             return await test(Exchanges(proxy, game, parsed))
         finally:
+            # Its connections closed here, as the service's shutdown closes them, not left
+            # open when the loop ends, with the origin's side waiting on them.
+            await proxy.client().close()
             await session.close()
 
     return uvloop.run(main())
