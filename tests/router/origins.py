@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import add_app
 from tests.support.router import RouterFactory, RunningRouter
-from tests.support.servers import AiohttpServer
+from tests.support.servers import AiohttpServer, close_server
 from tests.support.services import free_port
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -45,8 +45,8 @@ class RawOrigin:
         self.port = free_port()
         self.connections = 0
         self.heads: list[bytes] = []
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -76,18 +76,17 @@ class RawOrigin:
                 await writer.wait_closed()
 
     def _call(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
 
     async def _start(self) -> None:
         self._server = await asyncio.start_server(self._connected, "127.0.0.1", self.port)
 
     async def _stop(self) -> None:
         assert self._server is not None
-        self._server.close()
-        # A connection accepted just before takes a few loop turns (a task making its
-        # transport, then one running _connected) to be in _tasks: let them get there, or
-        # its transport would never be closed (a ResourceWarning in whichever test the
-        # collector next runs in).
+        await close_server(self._server)
+        # Each connection made takes a turn or two more (its connection_made, then its task
+        # running _connected) to be in _tasks: let them get there, or its transport would
+        # never be closed.
         current = asyncio.current_task()
         for _ in range(100):
             if all(task is current or task in self._tasks for task in asyncio.all_tasks()):
@@ -96,7 +95,6 @@ class RawOrigin:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
 
     def __enter__(self) -> RawOrigin:
         self._thread.start()
@@ -105,9 +103,9 @@ class RawOrigin:
 
     def __exit__(self, *exc: object) -> None:
         self._call(self._stop())
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=10)
-        self._loop.close()
+        self.loop.close()
 
 
 @contextmanager
