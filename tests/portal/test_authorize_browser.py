@@ -307,8 +307,10 @@ def test_dev_wallet_clicks_through_without_an_extension(
         wait_for(page, lambda: "dev wallet" in status.inner_text())
         address = re.search(r"0x[0-9a-f]{40}", status.inner_text())
         assert address
+        sign = page.get_by_role("button", name="Sign budget permit")
+        sign.wait_for()  # the screenshot shows the next step, not "Waiting for your wallet"
         screenshot(page, "portal-authorize-dev-wallet")
-        page.get_by_role("button", name="Sign budget permit").click()
+        sign.click()
         page.wait_for_url(f"{portal.url}/game")
         budget = portal.active_budget(address.group(0))
         assert budget is not None and budget.value_atomic == 5_000_000
