@@ -12,6 +12,7 @@ import asyncio
 import gc
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -52,10 +53,17 @@ def test_a_connection_arriving_as_the_server_stops_is_closed(
         make: Callable[[], Server]) -> None:
     unraisable_after_collecting()  # earlier garbage is not this test's
     clients = []
+    busy = threading.Event()
+
+    def hold() -> None:
+        busy.set()
+        time.sleep(0.3)
+
     with make() as server:
-        server.loop.call_soon_threadsafe(time.sleep, 0.3)  # the loop busy...
-        time.sleep(0.05)
-        for _ in range(3):  # ...while clients connect: the kernel completes them
+        server.loop.call_soon_threadsafe(hold)  # the loop busy...
+        assert busy.wait(5)
+        for _ in range(3):  # ...while clients connect (the kernel completes them) and the
+            # stop is asked for: the loop then takes both in the same turns
             clients.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
     for client in clients:
         client.settimeout(5)
