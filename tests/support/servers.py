@@ -37,7 +37,7 @@ def serve_router(app: Any, settings: Settings) -> Iterator[str]:
         thread.join(timeout=15)
 
 
-async def close_server(server: asyncio.AbstractServer) -> None:
+async def close_server(server: asyncio.Server) -> None:
     """Close ``server`` leaving no connection half made.
 
     A connection accepted in one loop turn becomes a transport in the next. On a server
@@ -45,7 +45,6 @@ async def close_server(server: asyncio.AbstractServer) -> None:
     asserts the server is open) and nothing closes the accepted socket: a ResourceWarning
     in whichever later test the collector happens to run. So: stop accepting, let the
     accepted become transports of the still open server, then close it."""
-    assert isinstance(server, asyncio.Server)
     loop = asyncio.get_running_loop()
     for sock in server.sockets:
         loop.remove_reader(sock.fileno())
@@ -67,7 +66,7 @@ class AiohttpServer:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._runner = web.AppRunner(app, handle_signals=False, access_log=None)
-        self._server: asyncio.AbstractServer | None = None
+        self._server: asyncio.Server | None = None
 
     @property
     def url(self) -> str:
@@ -83,7 +82,7 @@ class AiohttpServer:
         self._server = self.call(self._listen())
         return self
 
-    async def _listen(self) -> asyncio.AbstractServer:
+    async def _listen(self) -> asyncio.Server:
         # Our own listener rather than a web.TCPSite, so that close_server can close it.
         assert self._runner.server is not None
         return await asyncio.get_running_loop().create_server(
