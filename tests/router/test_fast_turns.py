@@ -10,7 +10,6 @@ and each reach the origin exactly once.
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -24,6 +23,7 @@ from tests.router.origins import RawOrigin
 from tests.router.test_fast_protocol import Answers, get
 from tests.router.test_proxy_fast_path import exchange, fast_path, fixed_origin, game
 from tests.support.router import RouterFactory, RunningRouter
+from tests.support.servers import hold_loop
 
 CLIENTS = 8
 STALL = 0.5  # seconds the router's loop is held while the clients send
@@ -42,16 +42,9 @@ def read_answer(conn: socket.socket) -> bytes:
 
 
 def stall(turns: Turns, seconds: float = STALL) -> None:
-    """Hold the router's event loop for ``seconds`` (a callback sleeping in it); returns
-    once it sleeps. What clients send meanwhile, it finds in one turn when it wakes."""
-    asleep = threading.Event()
-
-    def hold() -> None:
-        asleep.set()
-        time.sleep(seconds)
-
-    turns._loop.call_soon_threadsafe(hold)
-    assert asleep.wait(5), "the router's loop never ran the stall"
+    """Hold the router's event loop for ``seconds``: clients' requests sent meanwhile are
+    found in one turn."""
+    hold_loop(turns._loop, seconds)
 
 
 def burst(router: RunningRouter, turns: Turns) -> list[bytes]:

@@ -37,6 +37,20 @@ def serve_router(app: Any, settings: Settings) -> Iterator[str]:
         thread.join(timeout=15)
 
 
+def hold_loop(loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+    """Keep ``loop`` (running in another thread) busy for ``seconds``, a callback sleeping
+    in it; returns once it sleeps. What reaches its sockets meanwhile, it finds in one
+    turn when it wakes."""
+    asleep = threading.Event()
+
+    def hold() -> None:
+        asleep.set()
+        time.sleep(seconds)
+
+    loop.call_soon_threadsafe(hold)
+    assert asleep.wait(5), "the loop never ran the hold"
+
+
 async def close_server(server: asyncio.Server) -> None:
     """Close ``server`` leaving no connection half made.
 

@@ -12,15 +12,13 @@ import asyncio
 import gc
 import socket
 import sys
-import threading
-import time
 from collections.abc import Callable
 
 import pytest
 from aiohttp import web
 
 from tests.router.origins import RawOrigin
-from tests.support.servers import AiohttpServer
+from tests.support.servers import AiohttpServer, hold_loop
 
 Server = AiohttpServer | RawOrigin
 
@@ -53,15 +51,8 @@ def test_a_connection_arriving_as_the_server_stops_is_closed(
         make: Callable[[], Server]) -> None:
     unraisable_after_collecting()  # earlier garbage is not this test's
     clients = []
-    busy = threading.Event()
-
-    def hold() -> None:
-        busy.set()
-        time.sleep(0.3)
-
     with make() as server:
-        server.loop.call_soon_threadsafe(hold)  # the loop busy...
-        assert busy.wait(5)
+        hold_loop(server.loop, 0.3)  # the loop busy...
         for _ in range(3):  # ...while clients connect (the kernel completes them) and the
             # stop is asked for: the loop then takes both in the same turns
             clients.append(socket.create_connection(("127.0.0.1", server.port), timeout=5))
