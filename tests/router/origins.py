@@ -2,13 +2,17 @@
 
 Every origin is a real server on loopback in its own thread and event loop, so the
 router under test talks real HTTP to it. ``RawOrigin`` exists for what aiohttp.web
-will not do: odd response headers, hanging, closing without an answer.
+will not do: odd response headers, hanging, closing without an answer. ``FullQueue`` is
+an origin a connect to stays pending on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import select
+import socket
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -127,3 +131,66 @@ def plain_client(router: RunningRouter, slug: str = "game", **kwargs: Any) -> ht
 def closed_port() -> int:
     """A loopback port nothing listens on (bound once, then released)."""
     return free_port()
+
+
+class FullQueue:
+    """A loopback listener that completes no new connection until :meth:`empty`.
+
+    Its accept queue is full (backlog 0 and one connection never accepted): Linux drops
+    the SYN and the connecting side retries it a second later.
+    """
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(0)
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.filler = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        probe = socket.socket()
+        probe.setblocking(False)
+        probe.connect_ex(("127.0.0.1", self.port))
+        _, writable, _ = select.select([], [probe], [], 0.3)
+        assert not writable, "the queue is not full: a connect completed at once"
+        probe.close()
+
+    def empty(self) -> None:
+        """Take what waits in the queue: room for the next connection."""
+        self.listener.setblocking(False)
+        while True:
+            try:
+                self.listener.accept()[0].close()
+            except BlockingIOError:
+                return
+
+    def accepts_within(self, seconds: float) -> int:
+        """Connections completed within ``seconds`` (accepted and closed)."""
+        count, deadline = 0, time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            readable, _, _ = select.select([self.listener], [], [], left)
+            if readable:
+                self.listener.accept()[0].close()
+                count += 1
+        return count
+
+    def accept(self, seconds: float) -> socket.socket:
+        """The next connection completed within ``seconds``."""
+        readable, _, _ = select.select([self.listener], [], [], seconds)
+        assert readable, "no connection arrived"
+        conn = self.listener.accept()[0]
+        conn.setblocking(True)
+        conn.settimeout(5)
+        return conn
+
+    def close(self) -> None:
+        self.filler.close()
+        self.listener.close()
+
+
+@contextmanager
+def full_queue() -> Iterator[FullQueue]:
+    queue = FullQueue()
+    try:
+        yield queue
+    finally:
+        queue.close()

@@ -3,23 +3,18 @@
 connection opens, is refused or does not open in time; and a client that leaves while it
 opens leaves nothing behind.
 
-A connect that stays pending is made on loopback by a listener whose accept queue is full
-(backlog 0 and one connection never accepted): Linux drops the SYN and the connecting side
-retries it a second later.
+A connect that stays pending is made to a ``FullQueue`` (tests/router/origins.py).
 """
 
 from __future__ import annotations
 
-import select
 import socket
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import add_app
-from tests.router.origins import RawOrigin, closed_port, proxied
+from tests.router.origins import RawOrigin, closed_port, full_queue, proxied
 from tests.router.test_fast_protocol import served
 from tests.router.test_proxy_fast_path import (
     exchange,
@@ -33,65 +28,6 @@ from tests.router.test_proxy_fast_path import (
 from tests.support.router import RouterFactory, RunningRouter
 
 CONNECT_TIMEOUT = 0.5
-
-
-class FullQueue:
-    """A loopback listener that completes no new connection while ``full``."""
-
-    def __init__(self) -> None:
-        self.listener = socket.socket()
-        self.listener.bind(("127.0.0.1", 0))
-        self.listener.listen(0)
-        self.port = self.listener.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.filler = socket.create_connection(("127.0.0.1", self.port), timeout=5)
-        probe = socket.socket()
-        probe.setblocking(False)
-        probe.connect_ex(("127.0.0.1", self.port))
-        _, writable, _ = select.select([], [probe], [], 0.3)
-        assert not writable, "the queue is not full: a connect completed at once"
-        probe.close()
-
-    def empty(self) -> None:
-        """Take what waits in the queue: room for the next connection."""
-        self.listener.setblocking(False)
-        while True:
-            try:
-                self.listener.accept()[0].close()
-            except BlockingIOError:
-                return
-
-    def accepts_within(self, seconds: float) -> int:
-        """Connections completed within ``seconds`` (accepted and closed)."""
-        count, deadline = 0, time.monotonic() + seconds
-        while (left := deadline - time.monotonic()) > 0:
-            readable, _, _ = select.select([self.listener], [], [], left)
-            if readable:
-                self.listener.accept()[0].close()
-                count += 1
-        return count
-
-    def accept(self, seconds: float) -> socket.socket:
-        """The next connection completed within ``seconds``."""
-        readable, _, _ = select.select([self.listener], [], [], seconds)
-        assert readable, "no connection arrived"
-        conn = self.listener.accept()[0]
-        conn.setblocking(True)
-        conn.settimeout(5)
-        return conn
-
-    def close(self) -> None:
-        self.filler.close()
-        self.listener.close()
-
-
-@contextmanager
-def full_queue() -> Iterator[FullQueue]:
-    queue = FullQueue()
-    try:
-        yield queue
-    finally:
-        queue.close()
 
 
 def both_paths(router: RunningRouter, data: bytes) -> tuple[bytes, bytes, int, int]:

@@ -19,17 +19,24 @@ import uvloop
 from router.head_limits import HeadLimits
 from router.headers import Headers
 from router.origin import CheckedResolver, OriginAddressRefused, parse_origin
-from router.origin_errors import OriginProtocolError, OriginTimeout, OriginUnreachable
-from router.upstream_client import UpstreamClient
-from tests.router.origins import RawOrigin, closed_port
+from router.origin_errors import (
+    OriginConnectTimeout,
+    OriginProtocolError,
+    OriginTimeout,
+    OriginUnreachable,
+)
+from router.upstream_client import TICK, UpstreamClient
+from tests.router.origins import RawOrigin, closed_port, full_queue
 
 T = TypeVar("T")
 
 
 def run(job: Callable[[UpstreamClient], Awaitable[T]], *, allow_private: bool = True,
-        read_timeout: float = 5.0, ssl_context: ssl.SSLContext | None = None) -> T:
+        read_timeout: float = 5.0, connect_timeout: float = 2.0,
+        ssl_context: ssl.SSLContext | None = None) -> T:
     async def main() -> T:
-        client = UpstreamClient(connect_timeout=2.0, read_timeout=read_timeout, max_idle=8,
+        client = UpstreamClient(connect_timeout=connect_timeout, read_timeout=read_timeout,
+                                max_idle=8,
                                 resolver=CheckedResolver(allow_private),
                                 ssl_context=ssl_context)
         try:
@@ -168,6 +175,49 @@ def test_an_origin_that_never_answers_times_out() -> None:
 
     with RawOrigin(silent) as origin, pytest.raises(OriginTimeout):
         run(lambda client: fetch(client, origin.url), read_timeout=0.3)
+
+
+def test_a_connect_not_done_in_time_is_a_connect_timeout_and_leaves_its_task_uncancelled(
+        ) -> None:
+    """The sweep cancels the connect past its deadline, at most a tick late; the task that
+    waited for it gets OriginConnectTimeout and goes on, its cancel taken back."""
+    async def timed(client: UpstreamClient) -> tuple[float, int]:
+        origin = parse_origin(queue.url, True)
+        assert origin is not None
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(OriginConnectTimeout):
+            await client.request(origin, "GET", b"/", [(b"host", origin.host_bytes)])
+        elapsed = loop.time() - started
+        await asyncio.sleep(0.01)  # a cancel left pending would be raised here
+        return elapsed, task.cancelling()
+
+    with full_queue() as queue:
+        elapsed, cancelling = run(timed, connect_timeout=0.3)
+    assert 0.3 <= elapsed < 0.3 + TICK + 0.3
+    assert cancelling == 0
+
+
+def test_a_connect_cancelled_by_its_owner_as_it_times_out_is_cancelled() -> None:
+    """The sweep and the task's owner (a client that left) cancel it in the same turn: as
+    with ``asyncio.timeout``, the owner's cancel is what the owner sees."""
+    async def both(client: UpstreamClient) -> tuple[bool, bool]:
+        origin = parse_origin(queue.url, True)
+        assert origin is not None
+        opening = client.opening(origin)
+        await asyncio.sleep(0)  # the connect is pending, the sweep is due
+        sweeper = client._sweeper
+        assert sweeper is not None
+        # Due at the same time and scheduled after it: runs right after the sweep.
+        asyncio.get_running_loop().call_at(sweeper.when(), opening.cancel)
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        return opening.cancelled(), not client._connecting
+
+    with full_queue() as queue:
+        assert run(both, connect_timeout=0.01) == (True, True)
 
 
 def test_unreachable_and_private_origins_fail_without_a_request() -> None:
