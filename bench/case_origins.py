@@ -1,12 +1,15 @@
 """The origins bench/proxy_cases.py puts behind both proxies, each run as its own process:
 
-    python bench/case_origins.py slow --port P [--delay 0.2]
+    python bench/case_origins.py slow --port P [--delay 0.2] [--arrivals FILE]
     python bench/case_origins.py ws --port P
 
 - ``slow``: HTTP/1.1 keep-alive on uvloop, every answer ``delay`` s after its request
   arrived (a timer, not a blocked loop: 2,000 requests wait at once). ``/digest`` answers
   the request body's length and SHA-256 (to check a proxy relays a body byte for byte),
-  every other path the 1,024-byte body of the other cases.
+  every other path the 1,024-byte body of the other cases. With ``--arrivals``, the
+  ``time.monotonic()`` at which each request arrived (the clock every process shares) is
+  written to FILE, one per line, when the origin gets SIGTERM (bench/case_profile.py
+  ``arrivals``).
 - ``ws``: a WebSocket echo (the ``websockets`` library on uvloop; no compression, no
   pings, so each message costs the same through either proxy).
 """
@@ -16,6 +19,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import signal
+import time
+from pathlib import Path
 from typing import cast
 
 import uvloop
@@ -47,8 +53,9 @@ def split_request(buffer: bytes) -> tuple[bytes, bytes, bytes] | None:
 
 
 class SlowHttp(asyncio.Protocol):
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, arrivals: list[float] | None = None) -> None:
         self._delay = delay
+        self._arrivals = arrivals
         self._buffer = b""
         self._transport: asyncio.Transport | None = None
         self._loop = asyncio.get_running_loop()
@@ -60,6 +67,8 @@ class SlowHttp(asyncio.Protocol):
         self._buffer += data
         while (request := split_request(self._buffer)) is not None:
             head, body, self._buffer = request
+            if self._arrivals is not None:
+                self._arrivals.append(time.monotonic())
             path = head.split(b" ", 2)[1]
             payload = digest_answer(body) if path == b"/digest" else BODY
             close = b"\r\nconnection: close" in head.lower()
@@ -79,12 +88,19 @@ class SlowHttp(asyncio.Protocol):
         self._transport = None
 
 
-async def serve_slow(port: int, delay: float) -> None:
+async def serve_slow(port: int, delay: float, arrivals: list[float] | None = None) -> None:
+    """Until killed; with ``arrivals`` (logged into it), until SIGTERM."""
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: SlowHttp(delay), "127.0.0.1", port,
+    server = await loop.create_server(lambda: SlowHttp(delay, arrivals), "127.0.0.1", port,
                                       backlog=4096)
-    async with server:
-        await server.serve_forever()
+    if arrivals is None:
+        async with server:
+            await server.serve_forever()
+        return
+    stop = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    server.close()
 
 
 async def serve_ws(port: int) -> None:
@@ -104,10 +120,14 @@ def main() -> None:
     parser.add_argument("kind", choices=("slow", "ws"))
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--delay", type=float, default=0.2)
+    parser.add_argument("--arrivals", type=Path, help="slow: log request arrival times here")
     options = parser.parse_args()
-    coro = serve_slow(options.port, options.delay) if options.kind == "slow" else \
-        serve_ws(options.port)
+    arrivals: list[float] | None = None if options.arrivals is None else []
+    coro = serve_slow(options.port, options.delay, arrivals) \
+        if options.kind == "slow" else serve_ws(options.port)
     uvloop.run(coro)
+    if options.arrivals is not None and arrivals is not None:
+        options.arrivals.write_text("".join(f"{t:.6f}\n" for t in arrivals))
 
 
 if __name__ == "__main__":

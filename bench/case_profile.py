@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/case_profile.py {post,slow,ws} [--duration 6]
     .venv/bin/python bench/case_profile.py accept {router,nginx}
+    .venv/bin/python bench/case_profile.py arrivals [--rounds 2]
 
 Starts the case's origins (bench/case_targets.py) and one router process under cProfile
 (bench/proxy_bench.py's ``--serve router --profile-out``: CPU time, enabled only while the
@@ -11,13 +12,21 @@ and prints the measured rate, the profiled time by area and the top functions.
 ``accept`` runs case 4's load (2,000 connections opened at once on the slow app) against
 the router or nginx as the case starts them, and prints the length of the proxy's accept
 queues (``ss``: connections the kernel completed that the server has not accepted yet)
-every 0.25 s for the first 3 s. Prints only; nothing is written to docs/.
+every 0.25 s for the first 3 s.
+
+``arrivals`` runs the start of case 4's load (its warm-up, a second's pause, then 4 s)
+on the slow origin directly, through nginx and through the router, in interleaved
+rounds, with the origin logging when each request reaches it, and prints when its 1st,
+100th, 500th, 1,000th and 2,000th request of the run arrived, counted from wrk's start:
+how fast each proxy passes on the burst of 2,000 first requests, each on a new client
+connection and a new origin connection. Prints only; nothing is written to docs/.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import pstats
 import signal
@@ -30,11 +39,13 @@ from pathlib import Path
 from case_measure import client
 from case_runs import lua_script, post_body
 from case_targets import (
+    Bed,
     bed,
     extra_router_env,
     raise_open_files,
     start_nginx_proxy,
     start_router,
+    wait_port,
 )
 from proxy_bench import ROOT, WRK, area_of, router_env
 
@@ -115,6 +126,57 @@ def accept_queues(target_kind: str) -> None:
             procs.stop_all()
 
 
+ARRIVAL_MARKS = (1, 100, 500, 1000, 2000)
+
+
+def arrivals(rounds: int) -> None:
+    raise_open_files()
+    with bed(os.cpu_count() or 1) as place:
+        for number in range(1, rounds + 1):
+            for kind in ("origin", "nginx", "router"):
+                procs = Processes()
+                try:
+                    marks, p99 = burst_arrivals(place, procs, kind)
+                finally:
+                    procs.stop_all()
+                shown = "  ".join(f"{n}: {ms:5.1f}" for n, ms in zip(ARRIVAL_MARKS, marks,
+                                                                      strict=True))
+                print(f"round {number} {kind:6s}  ms from wrk's start  {shown}   wrk p99 {p99}",
+                      flush=True)
+
+
+def burst_arrivals(place: Bed, procs: Processes, kind: str) -> tuple[list[float], str]:
+    """(when the ARRIVAL_MARKS-th request of the run reached the origin, in ms after wrk
+    started; wrk's p99) for case 4's load on ``kind``, with an origin of its own."""
+    port = free_port()
+    log = place.tmp / f"arrivals-{port}.txt"
+    origin = procs.start("logging slow origin", [
+        sys.executable, str(Path(__file__).with_name("case_origins.py")), "slow", "--port",
+        str(port), "--arrivals", str(log)], place.tmp / f"arrivals-{port}.log",
+        env=place.python_env)
+    wait_port(origin, port)
+    logged = dataclasses.replace(place, slow_port=port)
+    if kind == "origin":
+        target_port, host = port, f"slow.apps.localhost:{port}"
+    else:
+        target = (start_router if kind == "router" else start_nginx_proxy)(logged, procs)
+        target_port, host = target.port, target.host("slow")
+    argv = [WRK, "-t2", "-c2000", "--latency", "--timeout", "10s", "-H", f"Host: {host}",
+            f"http://127.0.0.1:{target_port}/"]
+    subprocess.run([*argv, "-d2s"], capture_output=True, check=False)  # case 4's warm-up
+    time.sleep(1.0)  # the warm-up's clients gone, and their origin connections
+    began = time.monotonic()
+    done = subprocess.run([*argv, "-d4s"], capture_output=True, text=True, check=False)
+    origin.popen.send_signal(signal.SIGTERM)
+    origin.popen.wait(timeout=30)
+    times = sorted(float(line) - began for line in log.read_text().split()
+                   if float(line) >= began)
+    marks = [1000 * times[n - 1] if len(times) >= n else float("nan") for n in ARRIVAL_MARKS]
+    p99 = next((line.split()[1] for line in done.stdout.splitlines()
+                if line.strip().startswith("99%")), "?")
+    return marks, p99
+
+
 def report(stats_file: Path) -> None:
     stats = pstats.Stats(str(stats_file))
     raw = stats.stats  # type: ignore[attr-defined]
@@ -130,13 +192,16 @@ def report(stats_file: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=("post", "slow", "ws", "accept"))
+    parser.add_argument("kind", choices=("post", "slow", "ws", "accept", "arrivals"))
     parser.add_argument("target", nargs="?", choices=("router", "nginx"), default="router",
                         help="for accept: whose accept queues")
     parser.add_argument("--duration", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=2, help="for arrivals")
     options = parser.parse_args()
     if options.kind == "accept":
         accept_queues(options.target)
+    elif options.kind == "arrivals":
+        arrivals(options.rounds)
     else:
         profile(options.kind, options.duration)
 
