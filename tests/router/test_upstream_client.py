@@ -220,6 +220,22 @@ def test_a_connect_cancelled_by_its_owner_as_it_times_out_is_cancelled() -> None
         assert run(both, connect_timeout=0.01) == (True, True)
 
 
+def test_a_connect_still_times_out_once_the_client_is_closed() -> None:
+    """Closing the client (the service shutting down) keeps the sweep for connects still
+    in flight, so theirs still time out rather than wait out the kernel's SYN retries."""
+    async def closed(client: UpstreamClient) -> None:
+        origin = parse_origin(queue.url, True)
+        assert origin is not None
+        opening = client.opening(origin)
+        await asyncio.sleep(0)  # the connect is pending
+        await client.close()
+        with pytest.raises(OriginConnectTimeout):
+            await asyncio.wait_for(opening, 2.0)
+
+    with full_queue() as queue:
+        run(closed, connect_timeout=0.2)
+
+
 def test_unreachable_and_private_origins_fail_without_a_request() -> None:
     with pytest.raises(OriginUnreachable):
         run(lambda client: fetch(client, f"http://127.0.0.1:{closed_port()}"))
