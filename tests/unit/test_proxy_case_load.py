@@ -61,6 +61,25 @@ def test_paced_client_holds_its_rate_and_sees_the_origins_delay() -> None:
     assert 50 <= result["p50_ms"] < 500  # every answer waited the origin's 50 ms
 
 
+def test_slow_origin_logs_each_request_arrival_when_stopped(tmp_path: Path) -> None:
+    """``--arrivals`` (bench/case_profile.py ``arrivals``): one monotonic time per request,
+    pipelined ones included, written when the origin gets SIGTERM."""
+    log = tmp_path / "arrivals.txt"
+    before = time.monotonic()
+    with origin("slow", "--delay", "0", "--arrivals", str(log)) as port, \
+            socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n" * 2)
+        conn.sendall(b"GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        answers = b""
+        while chunk := conn.recv(65536):
+            answers += chunk
+    after = time.monotonic()
+    assert answers.count(b"HTTP/1.1 200 OK") == 3
+    times = [float(line) for line in log.read_text().split()]
+    assert len(times) == 3
+    assert before <= times[0] <= times[1] <= times[2] <= after
+
+
 def test_websocket_client_gets_every_echo() -> None:
     with origin("ws") as port:
         result = run_client("ws", "--port", str(port), "--host", "x", "--connections", "4",
