@@ -126,7 +126,7 @@ def main() -> None:
     coro = serve_slow(options.port, options.delay, arrivals) \
         if options.kind == "slow" else serve_ws(options.port)
     uvloop.run(coro)
-    if options.arrivals is not None and arrivals is not None:
+    if arrivals is not None:
         options.arrivals.write_text("".join(f"{t:.6f}\n" for t in arrivals))
 
 

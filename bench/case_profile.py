@@ -36,8 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-from case_measure import client
-from case_runs import lua_script, post_body
+from case_measure import WARMUP, client, wrk
+from case_runs import SLOW_CONNECTIONS, lua_script, post_body, slow_load
 from case_targets import (
     Bed,
     bed,
@@ -108,9 +108,8 @@ def accept_queues(target_kind: str) -> None:
         try:
             start = start_router if target_kind == "router" else start_nginx_proxy
             target = start(place, procs)
-            argv = [WRK, "-t2", "-c2000", "--latency", "--timeout", "10s", "-H",
-                    f"Host: {target.host('slow')}", f"http://127.0.0.1:{target.port}/"]
-            subprocess.run([*argv, "-d2s"], capture_output=True, check=False)  # warm-up
+            argv = [WRK, *slow_load(target.port, target.host("slow"))]
+            subprocess.run([*argv, f"-d{WARMUP}s"], capture_output=True, check=False)
             with subprocess.Popen([*argv, "-d8s"], stdout=subprocess.PIPE, text=True) as run:
                 began = time.monotonic()
                 while time.monotonic() - began < 3:
@@ -126,7 +125,7 @@ def accept_queues(target_kind: str) -> None:
             procs.stop_all()
 
 
-ARRIVAL_MARKS = (1, 100, 500, 1000, 2000)
+ARRIVAL_MARKS = (1, 100, 500, 1000, SLOW_CONNECTIONS)
 
 
 def arrivals(rounds: int) -> None:
@@ -141,11 +140,11 @@ def arrivals(rounds: int) -> None:
                     procs.stop_all()
                 shown = "  ".join(f"{n}: {ms:5.1f}" for n, ms in zip(ARRIVAL_MARKS, marks,
                                                                       strict=True))
-                print(f"round {number} {kind:6s}  ms from wrk's start  {shown}   wrk p99 {p99}",
-                      flush=True)
+                print(f"round {number} {kind:6s}  ms from wrk's start  {shown}   "
+                      f"wrk p99 {p99:.1f} ms", flush=True)
 
 
-def burst_arrivals(place: Bed, procs: Processes, kind: str) -> tuple[list[float], str]:
+def burst_arrivals(place: Bed, procs: Processes, kind: str) -> tuple[list[float], float]:
     """(when the ARRIVAL_MARKS-th request of the run reached the origin, in ms after wrk
     started; wrk's p99) for case 4's load on ``kind``, with an origin of its own."""
     port = free_port()
@@ -161,20 +160,17 @@ def burst_arrivals(place: Bed, procs: Processes, kind: str) -> tuple[list[float]
     else:
         target = (start_router if kind == "router" else start_nginx_proxy)(logged, procs)
         target_port, host = target.port, target.host("slow")
-    argv = [WRK, "-t2", "-c2000", "--latency", "--timeout", "10s", "-H", f"Host: {host}",
-            f"http://127.0.0.1:{target_port}/"]
-    subprocess.run([*argv, "-d2s"], capture_output=True, check=False)  # case 4's warm-up
+    argv = slow_load(target_port, host)
+    wrk([f"-d{WARMUP}s", *argv], WARMUP)
     time.sleep(1.0)  # the warm-up's clients gone, and their origin connections
     began = time.monotonic()
-    done = subprocess.run([*argv, "-d4s"], capture_output=True, text=True, check=False)
+    sample = wrk(["-d4s", *argv], 4)
     origin.popen.send_signal(signal.SIGTERM)
     origin.popen.wait(timeout=30)
     times = sorted(float(line) - began for line in log.read_text().split()
                    if float(line) >= began)
     marks = [1000 * times[n - 1] if len(times) >= n else float("nan") for n in ARRIVAL_MARKS]
-    p99 = next((line.split()[1] for line in done.stdout.splitlines()
-                if line.strip().startswith("99%")), "?")
-    return marks, p99
+    return marks, sample.p99_ms
 
 
 def report(stats_file: Path) -> None:

@@ -42,6 +42,12 @@ STEADY_FROM, STEADY_CONNECTIONS, STEADY_RATE = 3, 64, 200
 WS_CONNECTIONS = 1_000
 
 
+def slow_load(port: int, host: str) -> list[str]:
+    """wrk's arguments for case 4's load on ``port`` (with ``-d``; wrk itself first)."""
+    return ["-t2", f"-c{SLOW_CONNECTIONS}", "--latency", "--timeout", "10s", "-H",
+            f"Host: {host}", f"http://127.0.0.1:{port}/"]
+
+
 def fetch(target: Target | int, slug: str, path: str = "/", method: str = "GET",
           body: bytes | None = None) -> tuple[int, bytes]:
     import http.client
@@ -355,8 +361,7 @@ def case_slow(place: Bed, rounds: int, duration: int, run: str) -> CaseResult:
         for _ in range(rounds):
             row: Round = {}
             for t in targets:
-                argv = ["-t2", f"-c{SLOW_CONNECTIONS}", "--latency", "--timeout", "10s", "-H",
-                        f"Host: {t.host('slow')}", f"http://127.0.0.1:{t.port}/"]
+                argv = slow_load(t.port, t.host("slow"))
                 wrk([f"-d{WARMUP}s", *argv], WARMUP)
                 alone: dict[str, float] = {}
                 during: dict[str, float] = {}

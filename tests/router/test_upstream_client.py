@@ -18,7 +18,7 @@ import uvloop
 
 from router.head_limits import HeadLimits
 from router.headers import Headers
-from router.origin import CheckedResolver, OriginAddressRefused, parse_origin
+from router.origin import CheckedResolver, Origin, OriginAddressRefused, parse_origin
 from router.origin_errors import (
     OriginConnectTimeout,
     OriginProtocolError,
@@ -46,10 +46,15 @@ def run(job: Callable[[UpstreamClient], Awaitable[T]], *, allow_private: bool = 
     return uvloop.run(main())
 
 
-async def fetch(client: UpstreamClient, url: str, method: str = "GET",
-                allow_private: bool = True) -> tuple[int, Headers, bytes]:
+def origin_at(url: str, allow_private: bool = True) -> Origin:
     origin = parse_origin(url, allow_private)
     assert origin is not None
+    return origin
+
+
+async def fetch(client: UpstreamClient, url: str, method: str = "GET",
+                allow_private: bool = True) -> tuple[int, Headers, bytes]:
+    origin = origin_at(url, allow_private)
     response = await client.request(origin, method, b"/", [(b"host", origin.host_bytes)])
     try:
         return response.status, response.headers, await response.read()
@@ -85,9 +90,7 @@ def test_a_connection_opened_for_nobody_is_kept_for_the_next_request() -> None:
     # What a fast exchange does with a connection that opened as its client left.
     with answering(OK) as origin:
         async def kept(client: UpstreamClient) -> bytes:
-            parsed = parse_origin(origin.url, True)
-            assert parsed is not None
-            client.keep(await client.opening(parsed))
+            client.keep(await client.opening(origin_at(origin.url)))
             return (await fetch(client, origin.url))[2]
         assert run(kept) == b"ok"
     assert origin.connections == 1  # the request went on the kept connection
@@ -182,14 +185,12 @@ def test_a_connect_not_done_in_time_is_a_connect_timeout_and_leaves_its_task_unc
     """The sweep cancels the connect past its deadline, at most a tick late; the task that
     waited for it gets OriginConnectTimeout and goes on, its cancel taken back."""
     async def timed(client: UpstreamClient) -> tuple[float, int]:
-        origin = parse_origin(queue.url, True)
-        assert origin is not None
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
         started = loop.time()
         with pytest.raises(OriginConnectTimeout):
-            await client.request(origin, "GET", b"/", [(b"host", origin.host_bytes)])
+            await fetch(client, queue.url)
         elapsed = loop.time() - started
         await asyncio.sleep(0.01)  # a cancel left pending would be raised here
         return elapsed, task.cancelling()
@@ -204,9 +205,7 @@ def test_a_connect_cancelled_by_its_owner_as_it_times_out_is_cancelled() -> None
     """The sweep and the task's owner (a client that left) cancel it in the same turn: as
     with ``asyncio.timeout``, the owner's cancel is what the owner sees."""
     async def both(client: UpstreamClient) -> tuple[bool, bool]:
-        origin = parse_origin(queue.url, True)
-        assert origin is not None
-        opening = client.opening(origin)
+        opening = client.opening(origin_at(queue.url))
         await asyncio.sleep(0)  # the connect is pending, the sweep is due
         sweeper = client._sweeper
         assert sweeper is not None
@@ -224,9 +223,7 @@ def test_a_connect_still_times_out_once_the_client_is_closed() -> None:
     """Closing the client (the service shutting down) keeps the sweep for connects still
     in flight, so theirs still time out rather than wait out the kernel's SYN retries."""
     async def closed(client: UpstreamClient) -> None:
-        origin = parse_origin(queue.url, True)
-        assert origin is not None
-        opening = client.opening(origin)
+        opening = client.opening(origin_at(queue.url))
         await asyncio.sleep(0)  # the connect is pending
         await client.close()
         with pytest.raises(OriginConnectTimeout):
