@@ -46,6 +46,7 @@ import re
 import resource
 import shutil
 import signal
+import ssl
 import statistics
 import subprocess
 import sys
@@ -509,24 +510,26 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def _drive(port: int, host: str, items: list[tuple[str, str, int]], concurrency: int,
-                 wallet_of: list[str], spender: str) -> tuple[float, list[float]]:
+async def drive_payments(url: str, host: str, items: list[tuple[str, str, str]],
+                         concurrency: int, spender: str,
+                         tls: ssl.SSLContext | bool = True) -> tuple[float, list[float]]:
+    """``items`` (code, idempotency key, wallet) POSTed to the product route at ``url``,
+    ``concurrency`` at a time on keep-alive connections; wall time and each call's latency.
+    Anything but 201 fails the run: a benchmark of errors is worthless."""
     import aiohttp
 
-    url = f"http://127.0.0.1:{port}/api/pay/{APP_SLUG}/unlock-level"
     latencies: list[float] = []
     failures: list[str] = []
     queue = list(reversed(items))
-    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency)
+    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=concurrency, ssl=tls)
     timeout = aiohttp.ClientTimeout(total=120)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
 
         async def worker() -> None:
             while queue and not failures:
-                code, key, owner = queue.pop()
+                code, key, wallet = queue.pop()
                 headers = {"Host": host, "content-type": "application/json",
-                           "x-wallet-address": wallet_of[owner],
-                           "x-svc-budget-spender": spender}
+                           "x-wallet-address": wallet, "x-svc-budget-spender": spender}
                 body = json.dumps({"authorizationCode": code, "idempotencyKey": key,
                                    "developerUserId": "user-1"})
                 start = time.perf_counter()
@@ -543,6 +546,14 @@ async def _drive(port: int, host: str, items: list[tuple[str, str, int]], concur
         raise RuntimeError(f"the product route answered {failures[0]} "
                            f"({len(failures)} failures): a benchmark of errors is worthless")
     return elapsed, latencies
+
+
+async def _drive(port: int, host: str, items: list[tuple[str, str, int]], concurrency: int,
+                 wallet_of: list[str], spender: str) -> tuple[float, list[float]]:
+    return await drive_payments(f"http://127.0.0.1:{port}/api/pay/{APP_SLUG}/unlock-level",
+                                host, [(code, key, wallet_of[owner])
+                                       for code, key, owner in items],
+                                concurrency, spender)
 
 
 def run_route(pg: Postgres, router: Router, codes: list[tuple[str, int]], concurrency: int,

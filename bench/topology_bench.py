@@ -32,9 +32,7 @@ Unless --dry-run, writes the "Production topology" section of docs/BENCHMARKS.md
 from __future__ import annotations
 
 import argparse
-import asyncio
 import http.client
-import json
 import os
 import platform
 import resource
@@ -247,41 +245,11 @@ def measure(target: Target, seconds: int, families: dict[str, list[Proc]],
 
 async def _drive(cluster: Cluster, items: list[tuple[str, str, str]], concurrency: int,
                  spender: str) -> tuple[float, list[float]]:
-    """``items`` (code, idempotency key, wallet) through the edge, ``concurrency`` at a time
-    on keep-alive TLS connections; wall time and each call's latency. Anything but 201
-    fails the run."""
-    import aiohttp
-
-    url = f"{cluster.edge}/api/pay/{SLUG}/{PRODUCT}"
-    host = cluster.host("api")
-    latencies: list[float] = []
-    failures: list[str] = []
-    queue = list(reversed(items))
-    connector = aiohttp.TCPConnector(limit=concurrency, ssl=cluster.client_context())
-    async with aiohttp.ClientSession(connector=connector,
-                                     timeout=aiohttp.ClientTimeout(total=120)) as client:
-
-        async def worker() -> None:
-            while queue and not failures:
-                code, key, owner = queue.pop()
-                headers = {"Host": host, "content-type": "application/json",
-                           "x-wallet-address": owner, "x-svc-budget-spender": spender}
-                body = json.dumps({"authorizationCode": code, "idempotencyKey": key,
-                                   "developerUserId": "user-1"})
-                start = time.perf_counter()
-                async with client.post(url, data=body, headers=headers) as response:
-                    payload = await response.read()
-                latencies.append(time.perf_counter() - start)
-                if response.status != 201:
-                    failures.append(f"{response.status} {payload[:300]!r}")
-
-        began = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - began
-    if failures:
-        raise RuntimeError(f"the product route answered {failures[0]} "
-                           f"({len(failures)} failures): a benchmark of errors is worthless")
-    return elapsed, latencies
+    """``items`` (code, idempotency key, wallet) through the edge, on keep-alive TLS
+    connections."""
+    return await ledger_bench.drive_payments(f"{cluster.edge}/api/pay/{SLUG}/{PRODUCT}",
+                                             cluster.host("api"), items, concurrency,
+                                             spender, cluster.client_context())
 
 
 def run_route(cluster: Cluster, pg: ledger_bench.Postgres, codes: list[tuple[str, int]],
