@@ -35,9 +35,28 @@ def active_authorization(session: Session, owner: str, spender: str) -> Authoriz
         Authorization.status == AuthorizationStatus.ACTIVE))
 
 
+def recorded_nonce_limit(session: Session, owner: str) -> int:
+    """One past every permit nonce the ledger recorded for ``owner``: budgets and revokes,
+    whatever became of them (the token's nonces are per owner, across spenders)."""
+    owner = owner.lower()
+    signed = session.scalar(select(func.max(Authorization.nonce))
+                            .where(Authorization.owner_wallet == owner))
+    revoked = session.scalar(select(func.max(Authorization.revoke_nonce))
+                             .where(Authorization.owner_wallet == owner))
+    return max((n + 1 for n in (signed, revoked) if n is not None), default=0)
+
+
 def authorize_permit(session: Session, params: ChainParams, permit: Permit,
                      now: datetime) -> Authorization:
     """Record a verified permit as the wallet's budget, replacing any earlier one.
+
+    A permit proves the wallet's consent once, when it is recorded. After the relayer sends
+    it, its fields and signature are public on chain; were the same permit accepted again,
+    anyone could present it to get a summary code, for any app, on the user's budget. So a
+    permit must carry a nonce past every one recorded for the wallet; the wallet's current
+    budget is reached again only through an owner proof, which is bound to one app and
+    return URL. The one-active-budget index makes this hold under concurrency: of two calls
+    with the same permit, the second to insert fails and, run again, finds it recorded.
 
     A new permit sets the ERC-20 allowance to its value (it does not add), and charges
     of the old budget that have not settled yet will draw on that same allowance, so
@@ -52,13 +71,18 @@ def authorize_permit(session: Session, params: ChainParams, permit: Permit,
     previous = session.scalar(select(Authorization).where(
         Authorization.owner_wallet == permit.owner, Authorization.spender == params.spender_lower,
         Authorization.status == AuthorizationStatus.ACTIVE).with_for_update())
+    if session.scalar(select(Authorization.id).where(
+            Authorization.owner_wallet == permit.owner,
+            Authorization.signature == permit.signature).limit(1)) is not None:
+        raise ApiError("permit_already_used", 409, "This permit has already been recorded "
+                       "as the wallet's budget and cannot be used again. To continue with "
+                       "that budget, confirm the wallet with the gas-free check; to change "
+                       "it, sign a new permit.")
+    if permit.nonce < recorded_nonce_limit(session, permit.owner):
+        raise ApiError("permit_nonce_stale", 409, "This permit's nonce is not newer than "
+                       "the wallet's last recorded permit; sign a fresh permit.")
     carried = 0
     if previous is not None:
-        if previous.nonce >= permit.nonce and previous.signature != permit.signature:
-            raise ApiError("permit_nonce_stale", 409, "This permit's nonce is not newer than "
-                           "the current budget's; sign a fresh permit.")
-        if previous.signature == permit.signature:
-            return previous  # the same permit again: nothing changes
         carried = unsettled_amount(session, previous.id)
         previous.status = AuthorizationStatus.SUPERSEDED
         session.flush()  # free the one-active-budget slot before inserting

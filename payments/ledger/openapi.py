@@ -65,7 +65,10 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "invalid_permit_signature": (422, "the permit was not signed by its owner for this token "
                                       "and spender"),
     "permit_expired": (422, "the permit's deadline has passed"),
-    "permit_nonce_stale": (409, "the permit nonce is not newer than the current budget's"),
+    "permit_nonce_stale": (409, "the permit's nonce is not past every one recorded for the wallet"),
+    "permit_already_used": (409, "this permit is already recorded: a permit counts once; "
+                                  "the current budget is reached again with an owner "
+                                  "proof"),
     "invalid_owner_proof": (422, "the wallet-ownership proof is malformed or not signed by "
                                  "its owner for this app, return URL and budget"),
     "owner_proof_expired": (422, f"the wallet-ownership proof is older than "
@@ -518,6 +521,7 @@ def ledger_paths() -> dict[str, Any]:
                 errors=[*BODY_ERRORS, "app_not_found", "return_url_not_allowed",
                         "return_url_runtime_inactive", "invalid_permit", "invalid_address",
                         "invalid_permit_signature", "permit_expired", "permit_nonce_stale",
+                        "permit_already_used",
                         "invalid_owner_proof", "owner_proof_expired", "needs_budget",
                         "handoff_invalid", "handoff_expired"],
                 tag="authorizations"),

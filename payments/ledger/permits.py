@@ -21,6 +21,7 @@ ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
 SIGNATURE_RE = re.compile(r"^0x[0-9a-fA-F]{130}$")
 UINT256_MAX = 2**256 - 1
 LEDGER_INT_MAX = 2**63 - 1
+SECP256K1_HALF_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141 // 2
 
 PERMIT_TYPES = {
     "Permit": [
@@ -102,6 +103,11 @@ def parse_permit(body: Any) -> Permit:
 
 def verify_permit(params: ChainParams, permit: Permit) -> None:
     """Raise unless ``permit.owner`` signed this permit for our spender on our token."""
+    # (r, s) and (r, n - s) are both valid signatures of one message; the token's ECDSA
+    # accepts only the low-s one (EIP-2), so the other could never be relayed.
+    if int(permit.signature[66:130], 16) > SECP256K1_HALF_ORDER:
+        raise ApiError("invalid_permit_signature", 422, "The permit signature is not in the "
+                       "low-s form the token accepts; sign it again with a standard wallet.")
     message = encode_typed_data(full_message=permit_typed_data(
         params, permit.owner, permit.value, permit.nonce, permit.deadline))
     try:

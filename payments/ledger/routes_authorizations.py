@@ -145,9 +145,9 @@ class AuthorizationRoutes:
         try:
             result = await self.s.run(work)
         except IntegrityError:
-            # A concurrent call with the same permit (a double submit) or for the same
-            # account inserted the one active budget or connection first: run again, and
-            # find it.
+            # A concurrent call inserted the wallet's one active budget, or the account's
+            # connection, first: run again. The same permit is then found recorded and
+            # refused (permit_already_used); a connection is found and bound.
             result = await self.s.run(work)
         response = JSONResponse(result, headers={"cache-control": "no-store"})
         return self.cors.allow(response, request.headers.get("origin"),

@@ -34,7 +34,10 @@ ERRORS: dict[str, tuple[int, str]] = {
     "invalid_permit_signature": (422, "the permit was not signed by its owner for our token "
                                       "and spender"),
     "permit_expired": (422, "the permit's deadline has passed"),
-    "permit_nonce_stale": (409, "the permit's nonce is not newer than the current budget's"),
+    "permit_nonce_stale": (409, "the permit's nonce is not past every one recorded for the wallet"),
+    "permit_already_used": (409, "this permit is already recorded: a permit counts once; "
+                                  "the current budget is reached again with an owner "
+                                  "proof"),
     "wallet_proof_invalid": (422, "the challenge or its signature is not valid"),
     "wallet_proof_expired": (422, f"the challenge is older than "
                                   f"{int(CHALLENGE_TTL.total_seconds())} s"),
@@ -218,7 +221,7 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
             _json({"type": "object", "required": ["budget"], "additionalProperties": False,
                    "properties": {"budget": {"$ref": "#/components/schemas/PortalBudget"}}}),
             [*BODY, "invalid_permit", "invalid_address", "invalid_permit_signature",
-             "permit_expired", "permit_nonce_stale"],
+             "permit_expired", "permit_nonce_stale", "permit_already_used"],
             parameters=[CSRF_HEADER], body=_body({"permit": permit}, ["permit"]))},
         f"{p}/wallet-proof/challenge": {"post": _op(
             "createWalletProofChallenge", "A wallet-ownership challenge to `personal_sign`.",

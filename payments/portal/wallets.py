@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from payments.ledger.authorizations import remaining
+from payments.ledger.authorizations import recorded_nonce_limit, remaining
 from payments.ledger.models import Authorization, AuthorizationStatus
 
 
@@ -67,12 +67,6 @@ def next_permit_nonce(session: Session, owner: str, chain_nonce: int | None) -> 
     The token's ``nonces(owner)`` only moves when the relayer sends a permit, so a budget
     or revoke signed but not relayed yet still holds the next value: take whichever is
     higher, the chain's or one past every nonce the ledger has recorded for the wallet
-    (the relayer sends them in nonce order).
+    (the relayer sends them in nonce order; the ledger refuses any lower one).
     """
-    owner = owner.lower()
-    signed = session.scalar(select(func.max(Authorization.nonce))
-                            .where(Authorization.owner_wallet == owner))
-    revoked = session.scalar(select(func.max(Authorization.revoke_nonce))
-                             .where(Authorization.owner_wallet == owner))
-    ledger_next = max((n + 1 for n in (signed, revoked) if n is not None), default=0)
-    return max(ledger_next, chain_nonce or 0)
+    return max(recorded_nonce_limit(session, owner), chain_nonce or 0)

@@ -106,7 +106,20 @@
           return returnCode({permit: {owner: m.owner, value: m.value, nonce: m.nonce,
                                       deadline: m.deadline, signature: signature}});
         });
-      }).then(finish, fail);
+      }).then(finish, function (error) {
+        if (error && error.code === "permit_already_used") {
+          // Recorded already (sent twice): a permit counts once, so offer the budget it
+          // made, reached with the gas-free wallet check.
+          return P.api("/api/portal/wallet?address=" + encodeURIComponent(wallet.address))
+            .then(function (answer) {
+              state = answer;
+              d.force = false;
+              showBudgetStep();
+              fail(error);
+            }, fail);
+        }
+        fail(error);
+      });
   }
 
   function useExisting() {

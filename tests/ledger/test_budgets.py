@@ -132,10 +132,15 @@ def test_renewal_supersedes_and_carries_unsettled_charges(world: PayWorld) -> No
         late = world.pay(api, user, "retry", spare_old_code, "k:3")
         assert late.status_code == 402, late.text
     assert count(world, Charge) == 2
-    # The same renewal permit sent again changes nothing.
-    again = return_with(world, renewal)
-    assert again["summary"]["authorizationId"] == summary["authorizationId"]
-    assert again["summary"]["remaining"] == "10000"
+    # The same renewal permit sent again is refused and changes nothing.
+    with world.api(origin=world.portal) as api:
+        again = api.post("/api/authorizations/return-code", json={
+            "app": world.app.slug, "returnUrl": f"{world.portal}/{world.app.slug}",
+            "permit": renewal})
+        refused(again, 409, "permit_already_used")
+    with world.sessions() as session:
+        renewed_row = session.get(Authorization, summary["authorizationId"])
+        assert renewed_row is not None and renewed_row.spent_atomic == 40_000
 
 
 def test_exhausted_and_expired_budgets(world: PayWorld) -> None:
