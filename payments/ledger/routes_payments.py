@@ -47,6 +47,11 @@ _PRODUCT_BY_SLUG = Compiled(select(Product).where(Product.app_id == bindparam("a
                                                   Product.slug == bindparam("slug")))
 
 
+class LostRace(Exception):
+    """A concurrent call with the same idempotency key committed first: run again, in a
+    new transaction, to find its stored answer."""
+
+
 def charge_response(recorded: Recorded, authorization: Authorization,
                     now: datetime) -> dict[str, Any]:
     delivery = recorded.delivery
@@ -175,7 +180,7 @@ class PaymentRoutes:
         insert race: the second run finds its stored answer."""
         try:
             return await self.s.run(work)
-        except IntegrityError:
+        except (IntegrityError, LostRace):
             return await self.s.run(work)
 
     @staticmethod
@@ -407,10 +412,20 @@ class PaymentRoutes:
                 raise ApiError("needs_budget", 402, "The connected wallet has no active budget; "
                                "send the user through the handoff to renew.",
                                budgetState="needs_budget")
-            recorded = record_charge(session, ChargeIntent(
-                app=app, product=product, authorization=authorization, amount=amount,
-                order=order, developer_user_id=developer_user_id, idempotency_key=key,
-                source="trusted_server"), self.c.params, now)
+            try:
+                recorded = record_charge(session, ChargeIntent(
+                    app=app, product=product, authorization=authorization, amount=amount,
+                    order=order, developer_user_id=developer_user_id, idempotency_key=key,
+                    source="trusted_server"), self.c.params, now)
+            except ApiError as exc:
+                # The same key racing its own first call: on PostgreSQL the delivery insert
+                # waited for the winner's commit and then found its key taken. Roll this
+                # run back (its charge row with it) and run again to answer what the
+                # winner answered.
+                if (exc.code == "IDEMPOTENCY_KEY_REUSED" and idempotency.replay(
+                        session, app.id, "charge", key, request_hash, now) is not None):
+                    raise LostRace from exc
+                raise
             result = charge_response(recorded, authorization, now)
             result["paymentProof"] = sign_payment_proof(secret, {
                 "chargeId": result["chargeId"], "deliveryId": result["deliveryId"],

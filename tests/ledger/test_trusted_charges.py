@@ -197,3 +197,22 @@ def test_sdk_helpers_import_no_server_package() -> None:
     found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                            check=True, timeout=60)
     assert found.stdout.strip() == "[]"
+
+
+def test_one_key_sent_in_parallel_is_one_charge_and_one_answer(world: PayWorld,
+                                                               connection_id: str) -> None:
+    """The SDK retries with the same key when an answer is late; a retry that overlaps the
+    first call must get the first call's answer, not a refusal (it was charged)."""
+    from tests.ledger.parallel import run_parallel
+
+    def post(client: httpx.Client) -> httpx.Response:
+        return client.post("/api/charges", json={
+            "productId": world.products["boost"].id, "accountConnectionId": connection_id,
+            "idempotencyKey": "game:boost:race", "developerUserId": "user-1"})
+
+    responses = run_parallel(world, [post] * 12, workers=12,
+                             authorization=f"Bearer {world.api_key}")
+    assert [r.status_code for r in responses] == [201] * 12, [r.text for r in responses][:3]
+    assert len({r.json()["chargeId"] for r in responses}) == 1
+    assert len({json.dumps(r.json(), sort_keys=True) for r in responses}) == 1
+    assert count(world, Charge) == 1
