@@ -77,3 +77,13 @@ def consume_payment_code(session: Session, code: str, now: datetime) -> AuthCode
                        "used. Each payment needs a new one.")
     raise ApiError("AUTHORIZATION_CODE_EXPIRED", 410, "The payment code expired; exchange the "
                    "summary code for a new one.")
+
+
+def bound_user(given: str | None, bound: str | None, what: str) -> str | None:
+    """The developer-side user a payment grants to: the one its payment code or order was
+    made for. Naming another is an intent mismatch (spec 7), not a way to redirect the
+    grant; naming none takes the bound one."""
+    if given is not None and bound is not None and given != bound:
+        raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, f"The developerUserId "
+                       f"differs from the one this {what} was made for.")
+    return given if given is not None else bound

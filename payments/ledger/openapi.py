@@ -85,7 +85,9 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "AUTHORIZATION_CODE_CONSUMED": (409, "the single-use payment code was already used; "
                                          "stable, unrecoverable for the saved intent"),
     "AUTHORIZATION_CODE_INTENT_MISMATCH": (409, "the code does not match the requested "
-                                                "product, order or idempotency key"),
+                                                "product, order, idempotency key or "
+                                                "`developerUserId`, or the order is for "
+                                                "another `developerUserId`"),
     "ACCOUNT_CONNECTION_MISMATCH": (409, "the code's account connection differs from "
                                          "`accountConnectionId` (or, for trusted charges, no "
                                          "active connection has that id)"),

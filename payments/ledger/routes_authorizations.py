@@ -256,6 +256,7 @@ class AuthorizationRoutes:
                         or order.status != OrderStatus.CREATED):
                     raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The order does "
                                    "not match this product, or is already paid.")
+                codes.bound_user(developer_user_id, order.developer_user_id, "order")
             authorization = session.get(Authorization, record.authorization_id)
             assert authorization is not None
             issued = codes.issue(

@@ -163,10 +163,14 @@ class PaymentRoutes:
                                "authorization's spender.")
             order = locked_order(session, order_id)
             amount = self._amount(product, order)
+            user = codes.bound_user(developer_user_id, record.developer_user_id,
+                                    "payment code")
+            if order is not None:
+                user = codes.bound_user(user, order.developer_user_id, "order")
             recorded = record_charge(session, ChargeIntent(
                 app=app, product=product, authorization=authorization, amount=amount,
-                order=order, developer_user_id=developer_user_id or record.developer_user_id,
-                idempotency_key=key, source="product_route"), self.c.params, now)
+                order=order, developer_user_id=user, idempotency_key=key,
+                source="product_route"), self.c.params, now)
             body = charge_response(recorded, authorization, now)
             idempotency.remember(session, app.id, "pay", key, request_hash, 201, body, now)
             return 201, body, record.audience
@@ -405,6 +409,9 @@ class PaymentRoutes:
             if product.status != ProductStatus.ACTIVE:
                 raise ApiError("product_not_found", 404, "This product is not active.")
             amount = self._amount(product, order)
+            if order is not None:
+                developer_user_id = codes.bound_user(developer_user_id,
+                                                     order.developer_user_id, "order")
             self._check_trusted_policy(product, amount)
             authorization = active_authorization(session, connection.owner_wallet,
                                                  self.c.params.spender)

@@ -95,7 +95,7 @@ def test_wallet_and_spender_headers_must_match_the_code(world: PayWorld) -> None
     user, stranger = wallet(1), wallet(2)
     code = world.payment_code(world.authorize(user, 100_000)["code"], "retry")
     path = f"/api/pay/{world.app.slug}/retry"
-    body = {"authorizationCode": code, "developerUserId": "u", "idempotencyKey": "k:1"}
+    body = {"authorizationCode": code, "developerUserId": "user-1", "idempotencyKey": "k:1"}
     with world.api() as api:
         refused(world.pay(api, stranger, "retry", code, "k:1"), 403, "WALLET_MISMATCH")
         refused(api.post(path, json=body, headers={
@@ -151,3 +151,69 @@ def test_product_route_answers_are_readable_only_by_the_code_audience(world: Pay
         foreign = world.pay(api, user, "retry", code, "k:1")
     assert foreign.status_code == 201
     assert "access-control-allow-origin" not in foreign.headers
+
+
+def test_code_bound_to_its_developer_user(world: PayWorld) -> None:
+    """The grant goes to the user the code was made for: naming another is refused, and
+    the code stays usable for the right one."""
+    user = wallet(1)
+    summary = world.authorize(user, 100_000)["code"]
+    code = world.payment_code(summary, "retry", developerUserId="alice")
+    with world.api() as api:
+        refused(world.pay(api, user, "retry", code, "k:1", developerUserId="mallory"), 409,
+                "AUTHORIZATION_CODE_INTENT_MISMATCH")
+        paid = world.pay(api, user, "retry", code, "k:1", developerUserId=None)
+        assert paid.status_code == 201, paid.text
+    with world.keyed() as backend:
+        delivery = backend.get(f"/api/deliveries/{paid.json()['deliveryId']}").json()
+    assert delivery["delivery"]["developerUserId"] == "alice"
+    assert charges(world) == 1
+
+
+def test_order_bound_to_its_developer_user(world: PayWorld) -> None:
+    """An order the backend made for one user is paid for that user, on both paths."""
+    user = wallet(1)
+    summary = world.authorize(user, 100_000)["code"]
+    with world.keyed() as backend:
+        created = backend.post("/api/orders", json={
+            "productId": world.products["retry"].id, "developerUserId": "alice",
+            "idempotencyKey": "order:alice"})
+    assert created.status_code == 201, created.text
+    order_id = created.json()["order"]["id"]
+    with world.api(origin=world.audience) as api:
+        refused(api.post("/api/authorizations/payment-code", json={
+            "authorizationCode": summary, "paymentUrl": world.payment_url("retry"),
+            "orderId": order_id, "developerUserId": "mallory"}), 409,
+            "AUTHORIZATION_CODE_INTENT_MISMATCH")
+    code = world.payment_code(summary, "retry", orderId=order_id, developerUserId=None)
+    with world.api() as api:
+        refused(world.pay(api, user, "retry", code, "k:1", orderId=order_id,
+                          developerUserId="mallory"), 409, "AUTHORIZATION_CODE_INTENT_MISMATCH")
+        paid = world.pay(api, user, "retry", code, "k:1", orderId=order_id,
+                         developerUserId=None)
+        assert paid.status_code == 201, paid.text
+    with world.keyed() as backend:
+        delivery = backend.get(f"/api/deliveries/{paid.json()['deliveryId']}").json()
+        assert delivery["delivery"]["developerUserId"] == "alice"
+        assert backend.get(f"/api/orders/{order_id}").json()["order"]["status"] == "paid"
+
+
+def test_trusted_charge_for_an_order_goes_to_its_user(world: PayWorld) -> None:
+    connection = connect(world, wallet(1), "merchant-1", 100_000)["summary"][
+        "accountConnectionId"]
+    from tests.ledger.flow import add_product
+    add_product(world, {"slug": "boost", "name": "Boost", "priceAtomic": "10000",
+                        "riskPolicy": {"trustedServerCharge": {"enabled": True}}})
+    with world.keyed() as backend:
+        order_id = backend.post("/api/orders", json={
+            "productId": world.products["boost"].id, "developerUserId": "alice",
+            "idempotencyKey": "order:alice"}).json()["order"]["id"]
+        body = {"productId": world.products["boost"].id, "accountConnectionId": connection,
+                "orderId": order_id}
+        refused(backend.post("/api/charges", json={**body, "idempotencyKey": "c:1",
+                                                    "developerUserId": "mallory"}),
+                409, "AUTHORIZATION_CODE_INTENT_MISMATCH")
+        charged = backend.post("/api/charges", json={**body, "idempotencyKey": "c:2"})
+        assert charged.status_code == 201, charged.text
+        delivery = backend.get(f"/api/deliveries/{charged.json()['deliveryId']}").json()
+    assert delivery["delivery"]["developerUserId"] == "alice"
