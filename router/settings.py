@@ -143,6 +143,8 @@ class Settings:
     webhook_lease_seconds: float = 120.0
     webhook_max_in_flight: int = 256
     webhook_poll_interval: float = 1.0
+    # Derived: the hosts of the four URLs and the legacy launch host (spec 5.5 refuses them
+    # as webhook URLs, 4.11 and 8 item 8 as runtime origins).
     service_hosts: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -201,6 +203,9 @@ class Settings:
                                     "address") from None
         hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",
                                                           "console_url", "docs_url"))
+        # The legacy launch host is ours too (spec 1.1): no webhook or runtime origin there.
+        if self.legacy_launch_host:
+            hosts += (self.legacy_launch_host.lower().rstrip("."),)
         object.__setattr__(self, "service_hosts", hosts)
 
     def _check_head_limits(self) -> None:

@@ -118,7 +118,12 @@ def test_several_processes_need_what_they_must_share() -> None:
 
 def test_service_hosts_derived() -> None:
     assert Settings().service_hosts == ("api.localhost", "portal.localhost",
-                                        "console.localhost", "docs.localhost")
+                                        "console.localhost", "docs.localhost",
+                                        "launch.localhost")
+    assert Settings(legacy_launch_host="Launch.Example.COM.").service_hosts[-1] == (
+        "launch.example.com")
+    assert Settings(legacy_launch_host=None).service_hosts == (
+        "api.localhost", "portal.localhost", "console.localhost", "docs.localhost")
 
 
 def test_production_requires_a_real_secret_key() -> None:
