@@ -17,6 +17,7 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
 from tests.router.origins import aiohttp_origin, closed_port, proxied
+from tests.router.test_proxy_headers import FORGED, claims_seen
 from tests.support.router import RouterFactory, RunningRouter
 from tests.support.servers import AiohttpServer
 
@@ -60,7 +61,7 @@ def ws_origin(echo: EchoOrigin) -> Iterator[AiohttpServer]:
 
 
 def ws_connect(router: RunningRouter, path: str = "/ws", subprotocols: list[str] | None = None,
-               headers: dict[str, str] | None = None) -> ClientConnection:
+               headers: list[tuple[str, str]] | None = None) -> ClientConnection:
     """Connect to ``ws://<slug>.{apps_domain}:PORT`` over a socket to the router on loopback."""
     sock = socket.create_connection(("127.0.0.1", router.port), timeout=5)
     offered = [Subprotocol(p) for p in subprotocols] if subprotocols else None
@@ -74,7 +75,7 @@ def test_websocket_messages_are_relayed_both_ways(start_proxy_router: RouterFact
                                                   echo: EchoOrigin) -> None:
     with proxied(start_proxy_router, proxy_sessions, ws_origin.url) as router, \
             ws_connect(router, "/ws?room=a%2Fb", subprotocols=["chat.v2", "chat.v1"],
-                       headers={"Cookie": "a=b", "X-Client": "1"}) as ws:
+                       headers=[("Cookie", "a=b"), ("X-Client", "1"), *FORGED]) as ws:
         assert ws.subprotocol == "chat.v1"
         ws.send("hello")
         assert ws.recv(timeout=5) == "hello"
@@ -92,8 +93,9 @@ def test_websocket_messages_are_relayed_both_ways(start_proxy_router: RouterFact
     assert "cookie" not in seen
     assert seen["x-client"] == "1"
     assert seen["host"] == f"127.0.0.1:{ws_origin.port}"
-    assert seen["x-forwarded-for"] == "127.0.0.1"
-    assert seen["x-forwarded-host"] == router.host("game")
+    assert claims_seen(echo.handshakes[0]) == [
+        ("x-forwarded-for", "127.0.0.1"), ("x-forwarded-host", router.host("game")),
+        ("x-forwarded-proto", "http")]
     assert echo.paths == ["/ws?room=a%2Fb"]
     assert echo.client_close_codes == [1000]
 
