@@ -23,6 +23,13 @@ AUTH_RETURN_PATH = "/svc-auth-return"
 WS_NOT_SERVED = 1008
 
 
+def is_auth_return(scope: Scope) -> bool:
+    """Whether a request is for the service's ``/svc-auth-return`` (decoded, any trailing
+    slash), on every path and for every request type."""
+    path: str = scope["path"]
+    return path.rstrip("/") == AUTH_RETURN_PATH
+
+
 class RuntimeHost:
     def __init__(self, settings: Settings, resources: Resources) -> None:
         self._settings = settings
@@ -48,7 +55,9 @@ class RuntimeHost:
             return
         decision = gate(route)
         if scope["type"] == "websocket":
-            if decision.open and route is not None:
+            # /svc-auth-return is the service's page (spec 4.7): an upgrade there is refused,
+            # never relayed to the origin, whatever the gate says.
+            if decision.open and route is not None and not is_auth_return(scope):
                 await self._ws(scope, receive, send, route)
             else:
                 await send({"type": "websocket.close", "code": WS_NOT_SERVED})
@@ -58,7 +67,7 @@ class RuntimeHost:
             # served, so a code can never have been sent here.
             await setup_page(slug, route, decision)(scope, receive, send)
             return
-        if scope["path"].rstrip("/") == AUTH_RETURN_PATH:
+        if is_auth_return(scope):
             await self._auth_return(scope, receive, send, route)
             return
         await self._http(scope, receive, send, route)

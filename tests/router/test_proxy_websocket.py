@@ -171,3 +171,26 @@ def test_an_upgrade_after_fast_path_requests_on_one_connection_is_relayed(
             ws.close(code=1000)
             assert echo.closed.wait(5)
     assert echo.client_close_codes == [1000]
+
+
+@pytest.mark.parametrize("path", [
+    "/svc-auth-return?app=game&code=sum_abcdefgh1234", "/svc-auth-return/",
+    "/svc%2Dauth-return?app=game&code=sum_abcdefgh1234", "/svc-auth-return//",
+])
+def test_an_upgrade_to_the_auth_return_page_never_reaches_the_origin(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        echo: EchoOrigin, path: str) -> None:
+    """Spec 4.7: /svc-auth-return is served by the service and never proxied; a WebSocket
+    upgrade there, in any spelling the HTTP path takes for it, is refused."""
+    with aiohttp_origin(("GET", "/ws", echo.handler),
+                        ("GET", "/svc-auth-return", echo.handler),
+                        ("GET", "/svc-auth-return/", echo.handler),
+                        ("GET", "/svc-auth-return//", echo.handler)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router:
+        with pytest.raises(InvalidStatus) as refused:
+            ws_connect(router, path)
+        with ws_connect(router) as control:  # the origin and the gate are fine
+            control.send("still relayed")
+            assert control.recv(timeout=5) == "still relayed"
+    assert refused.value.response.status_code == 403
+    assert echo.paths == ["/ws"]
