@@ -126,6 +126,12 @@ def test_service_hosts_derived() -> None:
         "api.localhost", "portal.localhost", "console.localhost", "docs.localhost")
 
 
+def test_websocket_gate_interval_must_be_positive() -> None:
+    assert load_settings({"SVCSRV_WEBSOCKET_GATE_INTERVAL": "0.5"}).websocket_gate_interval == 0.5
+    with pytest.raises(SettingsError, match="WEBSOCKET_GATE_INTERVAL"):
+        load_settings({"SVCSRV_WEBSOCKET_GATE_INTERVAL": "0"})
+
+
 def test_production_requires_a_real_secret_key() -> None:
     with pytest.raises(SettingsError, match="SECRET_KEY"):
         load_settings({**PROD, "SVCSRV_SECRET_KEY": "short"})
