@@ -66,10 +66,13 @@ FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("paymentSubmittedPath", ("paymentSubmittedPath", "payment_submitted_path"),
      f"paymentSubmittedPath is {PAYMENT_SUBMITTED_PATH}"),
     ("appPath", ("appPath", "app_path"), "appPath is the saved app path (concrete, never "
-                                         "null)"),
+                                         "null; / when missing)"),
     ("entryPath", ("entryPath", "entry_path"), "entryPath is the saved entry path (concrete, "
-                                               "never null)"),
+                                               "never null; / when missing)"),
 )
+# Spec 2.8 gives these paths a default: a manifest without one says "/". Null is refused.
+DEFAULT_PATH = "/"
+_DEFAULTED = frozenset({"appPath", "entryPath"})
 RUNTIME_ORIGIN_RULE = "runtimeOrigin, when present, equals the saved origin"
 
 
@@ -105,6 +108,8 @@ def _field_check(document: Mapping[str, Any], name: str, spellings: tuple[str, .
     if not present:
         if want is None:  # payTo of an app without an address
             return _pay_to_check(rule, name, "", expected)
+        if name in _DEFAULTED and want == DEFAULT_PATH:
+            return Check(name, rule, True, seen=None, expected=want)
         others = f" (also accepted: {', '.join(spellings[1:])})" if len(spellings) > 1 else ""
         return Check(name, rule, False, seen=None, expected=want,
                      fix=f"Add \"{name}\": {json.dumps(want)} to the manifest{others}.")

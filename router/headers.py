@@ -24,10 +24,27 @@ HOP_BY_HOP = frozenset({
 # Runtime state must not live in cookies the service domain would carry (spec 1.2 rule 2, 5.7).
 _REQUEST_DROP = frozenset({b"cookie", b"host"})
 _RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"})
-# Client-supplied forwarding claims; believed only from trusted proxies.
-_FORWARDING = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host",
-                         b"x-forwarded-port", b"x-real-ip", b"forwarded"})
-_FORWARDING_PASSTHROUGH = frozenset({b"forwarded", b"x-forwarded-port", b"x-real-ip"})
+# Forwarding claims: what an earlier proxy says of the client's address, scheme, host, port
+# or path. Believed only from trusted proxies; from anyone else dropped, since frameworks
+# that trust us as their proxy would take a client's own claim for ours. The names beyond
+# the three we write are those popular frameworks and libraries read (docs/router.md).
+# Written by us; from a trusted proxy, extended (the chain) or believed (proto, host).
+_FORWARDING_OURS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host"})
+# Passed on unchanged from a trusted proxy. A named list, not every x-forwarded-* name: a
+# set lookup is all the policy costs a header on the hot path.
+_FORWARDING_PASSTHROUGH = frozenset({
+    b"forwarded",
+    # scheme
+    b"x-forwarded-ssl", b"x-forwarded-scheme", b"x-forwarded-protocol", b"front-end-https",
+    b"x-url-scheme",
+    # host, port, path
+    b"x-forwarded-port", b"x-forwarded-server", b"x-forwarded-prefix", b"x-forwarded-path",
+    # the client's address
+    b"x-forwarded", b"forwarded-for", b"x-original-forwarded-for", b"x-real-ip",
+    b"client-ip", b"x-client-ip", b"true-client-ip", b"cf-connecting-ip",
+    b"fastly-client-ip", b"x-cluster-client-ip",
+})
+_FORWARDING = _FORWARDING_OURS | _FORWARDING_PASSTHROUGH
 
 # Names the one-pass planners look at; every other header is kept as it is.
 _REQUEST_NOTICED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"content-length"}

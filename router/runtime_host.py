@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -14,13 +15,18 @@ from router.pages import gateway_page, setup_page
 from router.proxy import HttpProxy
 from router.resources import Resources
 from router.settings import Settings
-from router.websocket_proxy import WebSocketProxy
+from router.websocket_proxy import NOT_SERVED, WebSocketProxy
 
 log = logging.getLogger(__name__)
 
 AUTH_RETURN_PATH = "/svc-auth-return"
-# 1008 policy violation: the runtime is not being served.
-WS_NOT_SERVED = 1008
+
+
+def is_auth_return(scope: Scope) -> bool:
+    """Whether a request is for the service's ``/svc-auth-return`` (decoded, any trailing
+    slash), on every path and for every request type."""
+    path: str = scope["path"]
+    return path.rstrip("/") == AUTH_RETURN_PATH
 
 
 class RuntimeHost:
@@ -48,20 +54,40 @@ class RuntimeHost:
             return
         decision = gate(route)
         if scope["type"] == "websocket":
-            if decision.open and route is not None:
-                await self._ws(scope, receive, send, route)
+            # /svc-auth-return is the service's page (spec 4.7): an upgrade there is refused,
+            # never relayed to the origin, whatever the gate says.
+            if decision.open and route is not None and not is_auth_return(scope):
+                await self._ws(scope, receive, send, route, lambda: self._until_closed(slug))
             else:
-                await send({"type": "websocket.close", "code": WS_NOT_SERVED})
+                await send({"type": "websocket.close", "code": NOT_SERVED})
             return
         if not decision.open or route is None:
             # /svc-auth-return included: no return URL on this host is accepted until it is
             # served, so a code can never have been sent here.
             await setup_page(slug, route, decision)(scope, receive, send)
             return
-        if scope["path"].rstrip("/") == AUTH_RETURN_PATH:
+        if is_auth_return(scope):
             await self._auth_return(scope, receive, send, route)
             return
         await self._http(scope, receive, send, route)
+
+    async def _until_closed(self, slug: str) -> None:
+        """Returns once ``slug`` is no longer served. An open WebSocket asks the gate again
+        every ``websocket_gate_interval`` through the app cache, as every HTTP request
+        does, so it is closed within that interval plus the age of the cached entry (its
+        TTL; a published change drops it at once). A failed lookup leaves the socket open
+        until one says otherwise: the app's state is unknown, not changed."""
+        directory = self._resources.app_directory()
+        while True:
+            await asyncio.sleep(self._settings.websocket_gate_interval)
+            try:
+                route = await directory.get(slug)
+            except SQLAlchemyError as exc:
+                log.warning("app lookup failed for an open websocket of %s: %s", slug,
+                            type(exc).__name__)
+                continue
+            if not gate(route).open:
+                return
 
     async def _auth_return(self, scope: Scope, receive: Receive, send: Send,
                            route: RuntimeRoute) -> None:

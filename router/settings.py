@@ -84,6 +84,10 @@ class Settings:
     # expire after one second; with Redis, pub/sub invalidates and the TTL is a backstop.
     app_cache_ttl_local: float = 1.0
     app_cache_ttl_shared: float = 60.0
+    # How often an open runtime WebSocket asks the gate again (through the app cache, as
+    # HTTP does); one that is no longer served is closed. With the cache's 1 s without a
+    # live subscription, a kill switch reaches open WebSockets within 2 s.
+    websocket_gate_interval: float = 1.0
     console_session_idle_seconds: int = 2 * 3600
     console_session_absolute_seconds: int = 12 * 3600
     # Mail for verification codes. Without a host, dev captures and prints messages;
@@ -143,6 +147,8 @@ class Settings:
     webhook_lease_seconds: float = 120.0
     webhook_max_in_flight: int = 256
     webhook_poll_interval: float = 1.0
+    # Derived: the hosts of the four URLs and the legacy launch host (spec 5.5 refuses them
+    # as webhook URLs, 4.11 and 8 item 8 as runtime origins).
     service_hosts: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -183,6 +189,8 @@ class Settings:
             raise SettingsError(f"{ENV_PREFIX}CHAIN_LOG_BLOCKS must be at least 1")
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
+        if self.websocket_gate_interval <= 0:
+            raise SettingsError(f"{ENV_PREFIX}WEBSOCKET_GATE_INTERVAL must be positive")
         if self.keep_alive_timeout < 1:
             raise SettingsError(f"{ENV_PREFIX}KEEP_ALIVE_TIMEOUT must be at least 1 second")
         self._check_processes()
@@ -201,6 +209,9 @@ class Settings:
                                     "address") from None
         hosts = tuple(host_of(getattr(self, n)) for n in ("base_url", "portal_url",
                                                           "console_url", "docs_url"))
+        # The legacy launch host is ours too (spec 1.1): no webhook or runtime origin there.
+        if self.legacy_launch_host:
+            hosts += (self.legacy_launch_host.lower().rstrip("."),)
         object.__setattr__(self, "service_hosts", hosts)
 
     def _check_head_limits(self) -> None:
@@ -351,7 +362,7 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
         if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
             values[name] = _number(raw, name.upper(), int)
     float_fields = ("proxy_connect_timeout", "proxy_read_timeout", "app_cache_ttl_local",
-                    "app_cache_ttl_shared", "chain_worker_interval",
+                    "app_cache_ttl_shared", "websocket_gate_interval", "chain_worker_interval",
                     "settlement_batch_age_seconds", "runtime_fetch_timeout",
                     "webhook_timeout", "webhook_lease_seconds", "webhook_poll_interval")
     for name in float_fields:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import aiohttp
 from starlette.types import Receive, Scope, Send
@@ -23,6 +24,13 @@ _HANDSHAKE = frozenset({b"sec-websocket-key", b"sec-websocket-version",
                         b"sec-websocket-extensions", b"sec-websocket-protocol"})
 # 1014 "bad gateway" is the close code for an origin we could not reach.
 BAD_GATEWAY = 1014
+# 1008 "policy violation" tells the client its runtime is not served (any more): at the
+# handshake, or when an open socket's app stops being served. 1001 "going away" tells the
+# origin, which did nothing wrong, that its client is gone.
+NOT_SERVED = 1008
+GOING_AWAY = 1001
+# Returns once the app of an open socket is no longer served (router/runtime_host.py).
+Stopped = Callable[[], Coroutine[Any, Any, None]]
 
 
 class WebSocketProxy:
@@ -32,7 +40,7 @@ class WebSocketProxy:
         self._session = session
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send,
-                       route: RuntimeRoute) -> None:
+                       route: RuntimeRoute, stopped: Stopped) -> None:
         await receive()  # websocket.connect
         origin = parse_origin(route.origin or "", self._settings.allow_private_origins)
         if origin is None or origin.ip_literal_refused:
@@ -63,34 +71,51 @@ class WebSocketProxy:
         # Upstream handshake headers (Set-Cookie included) are deliberately not relayed.
         await send({"type": "websocket.accept", "subprotocol": upstream.protocol})
         async with upstream:
-            await _pump(receive, send, upstream)
+            if await _pump(receive, send, upstream, stopped):
+                log.info("websocket closed for %s: no longer served", route.slug)
 
 
-async def _pump(receive: Receive, send: Send, upstream: aiohttp.ClientWebSocketResponse) -> None:
-    async def client_to_origin() -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "websocket.disconnect":
-                await upstream.close(code=message.get("code", 1000))
-                return
-            if message.get("text") is not None:
-                await upstream.send_str(message["text"])
-            elif message.get("bytes") is not None:
-                await upstream.send_bytes(message["bytes"])
-
-    async def origin_to_client() -> None:
-        async for msg in upstream:
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                await send({"type": "websocket.send", "text": msg.data})
-            elif msg.type == aiohttp.WSMsgType.BINARY:
-                await send({"type": "websocket.send", "bytes": msg.data})
-        with contextlib.suppress(Exception):
-            await send({"type": "websocket.close", "code": upstream.close_code or 1000})
-
-    tasks = [asyncio.create_task(client_to_origin()), asyncio.create_task(origin_to_client())]
+async def _pump(receive: Receive, send: Send, upstream: aiohttp.ClientWebSocketResponse,
+                stopped: Stopped) -> bool:
+    """Relay until a side closes or ``stopped`` returns; True when it was ``stopped``."""
+    relays = [asyncio.create_task(_client_to_origin(receive, upstream)),
+              asyncio.create_task(_origin_to_client(send, upstream))]
+    watch = asyncio.create_task(stopped())
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait([*relays, watch], return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in tasks:
+        for task in (*relays, watch):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*relays, watch, return_exceptions=True)
+    if watch not in done or any(task in done for task in relays):
+        return False  # a side closed first, and the other was told by its relay
+    if watch.exception() is not None:  # not a decision: closed all the same, and said why
+        log.error("websocket gate check failed: %r", watch.exception())
+    # The relays are stopped first, so no frame crosses either way after the decision.
+    with contextlib.suppress(Exception):
+        await send({"type": "websocket.close", "code": NOT_SERVED})
+    with contextlib.suppress(Exception):
+        await upstream.close(code=GOING_AWAY)
+    return True
+
+
+async def _client_to_origin(receive: Receive, upstream: aiohttp.ClientWebSocketResponse) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            await upstream.close(code=message.get("code", 1000))
+            return
+        if message.get("text") is not None:
+            await upstream.send_str(message["text"])
+        elif message.get("bytes") is not None:
+            await upstream.send_bytes(message["bytes"])
+
+
+async def _origin_to_client(send: Send, upstream: aiohttp.ClientWebSocketResponse) -> None:
+    async for msg in upstream:
+        if msg.type == aiohttp.WSMsgType.TEXT:
+            await send({"type": "websocket.send", "text": msg.data})
+        elif msg.type == aiohttp.WSMsgType.BINARY:
+            await send({"type": "websocket.send", "bytes": msg.data})
+    with contextlib.suppress(Exception):
+        await send({"type": "websocket.close", "code": upstream.close_code or 1000})

@@ -75,6 +75,18 @@ def test_good_origin_passes_with_every_request_pinned(origin: DeveloperOrigin,
     assert probe.headers["User-Agent"].startswith("svc-runtime-verifier/")
 
 
+def test_a_manifest_without_paths_verifies_when_the_saved_paths_are_the_root(
+        origin: DeveloperOrigin, ca: trustme.CA) -> None:
+    """Spec 2.8: appPath and entryPath default to "/"; a runtime whose manifest leaves them
+    out becomes active at the root, and only there."""
+    origin.manifest = good_manifest(APP_ID, "space")
+    del origin.manifest["appPath"], origin.manifest["entryPath"]
+    report = verify_runtime(origin.url, expected(origin.url), client(ca))
+    assert report.passed, failures(report)
+    elsewhere = verify_runtime(origin.url, expected(origin.url, app_path="/play"), client(ca))
+    assert [c.id for c in elsewhere.failed] == ["appPath"]
+
+
 def test_a_name_is_resolved_once_and_the_connection_pinned(
     ca: trustme.CA, dns: DnsServer, origin: DeveloperOrigin,
 ) -> None:

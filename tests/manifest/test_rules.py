@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -80,13 +81,36 @@ def test_each_wrong_value_fails_only_its_rule(field: str, value: str, expected: 
 
 
 @pytest.mark.parametrize("field", ["appId", "slug", "payTo", "webhookPath",
-                                   "paymentSubmittedPath", "appPath", "entryPath"])
+                                   "paymentSubmittedPath", "appPath"])
 def test_each_missing_field_fails(field: str) -> None:
     checks = check_document(manifest(**{field: ...}), EXPECTED)
     assert failed(checks) == [field]
     check = by_id(checks)[field]
     assert check.seen is None
     assert check.fix.startswith(f'Add "{field}"')
+
+
+@pytest.mark.parametrize("field", ["appPath", "entryPath"])
+def test_a_missing_path_is_the_default_root(field: str) -> None:
+    """Spec 2.8: appPath and entryPath default to "/": left out, they pass when the saved
+    path is "/" and fail, saying what to add, when it is anything else."""
+    at_root = replace(EXPECTED, app_path="/", entry_path="/")
+    document = manifest(**{"appPath": "/", field: ...})
+    checks = check_document(document, at_root)
+    assert failed(checks) == []
+    assert (by_id(checks)[field].seen, by_id(checks)[field].expected) == (None, "/")
+    saved = "/play"
+    elsewhere = replace(at_root, **{"app_path" if field == "appPath" else "entry_path": saved})
+    checks = check_document(document, elsewhere)
+    assert failed(checks) == [field]
+    check = by_id(checks)[field]
+    assert (check.seen, check.expected) == (None, saved)
+    assert check.fix.startswith(f'Add "{field}": "/play" to the manifest (also accepted:')
+
+
+def test_a_manifest_without_both_paths_verifies_at_the_root() -> None:
+    at_root = replace(EXPECTED, app_path="/", entry_path="/")
+    assert failed(check_document(manifest(appPath=..., entryPath=...), at_root)) == []
 
 
 @pytest.mark.parametrize("field", ["appPath", "app_path", "entryPath", "entry_path"])

@@ -57,11 +57,21 @@ def test_bad_values_are_invalid(change: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("field", ["appId", "slug", "payTo", "webhookPath",
-                                   "paymentSubmittedPath", "appPath", "entryPath"])
+                                   "paymentSubmittedPath"])
 def test_every_field_is_required_in_some_spelling(field: str) -> None:
     document = good_manifest(APP_ID, "space")
     del document[field]
     assert not valid(document)
+
+
+def test_the_paths_may_be_left_out_but_never_null() -> None:
+    """Spec 2.8: appPath and entryPath default to "/" (verification compares the default
+    with the saved path); null is never accepted, in any spelling."""
+    document = good_manifest(APP_ID, "space")
+    del document["appPath"], document["entryPath"]
+    assert valid(document)
+    for spelling in ("appPath", "app_path", "entryPath", "entry_path"):
+        assert not valid({**document, spelling: None}), spelling
 
 
 def test_not_an_object_is_invalid() -> None:

@@ -30,6 +30,7 @@ from router.upstream_client import SLOW, TICK
 from tests.factories import update_app
 from tests.router.origins import RawOrigin, closed_port, proxied
 from tests.router.test_proxy_disconnect import PROMPT, SilentOrigin, leave_before_the_answer
+from tests.router.test_proxy_headers import CLAIM_NAMES, FORGED, OTHERS
 from tests.support.router import RouterFactory, RunningRouter
 
 ORIGIN_DATE = b"Mon, 01 Jan 2024 00:00:00 GMT"
@@ -105,9 +106,10 @@ def one_at_a_time(router: RunningRouter, requests: list[tuple[bytes, bool]]) -> 
     return out
 
 
+# Every forwarding claim the router knows, as a client might forge it.
+CLAIMS = "".join(f"{name}: {value}\r\n" for name, value in FORGED)
 SCRIPT_EXTRA = ("Cookie: sid=client-secret\r\nConnection: keep-alive, X-Drop\r\n"
-                "X-Drop: 1\r\nTE: trailers\r\nKeep-Alive: 300\r\nX-Visible: 1\r\n"
-                "X-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Host: evil.example\r\n")
+                "X-Drop: 1\r\nTE: trailers\r\nKeep-Alive: 300\r\nX-Visible: 1\r\n" + CLAIMS)
 
 
 def script(router: RunningRouter) -> list[tuple[bytes, bool]]:
@@ -166,8 +168,11 @@ def test_keep_alive_answers_are_the_asgi_paths_byte_for_byte(
         assert gone not in lowered
     assert lowered.count(b"server: origin/1.0") == 5 and lowered.count(b"date: ") == 5
     assert answers.endswith(b"connection: close\r\n\r\n" + b"you sent:\r\n" + fast[1][-1])
-    for gone in (b"cookie", b"x-drop", b"te:", b"keep-alive", b"6.6.6.6", b"evil.example"):
+    for gone in (b"cookie", b"x-drop", b"te:", b"keep-alive", b"6.6.6.6", b"evil.example",
+                 b"/evil", b"https", b": on\r\n"):
         assert gone not in heads.lower()
+    for name in CLAIM_NAMES - {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"}:
+        assert f"\r\n{name}:".encode() not in heads.lower(), name
     first = fast[1][0].decode()
     assert first.startswith("GET /a?x=1&y=%20 HTTP/1.1\r\n")
     assert "x-visible: 1\r\n" in first.lower()
@@ -200,18 +205,25 @@ def test_a_trusted_proxys_forwarding_claims_are_kept_on_the_fast_path(
         start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
         origin: RawOrigin) -> None:
     trusted = (ipaddress.ip_network("127.0.0.2/32"),)
-    claims = "X-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n"
+    claims = CLAIMS + "Connection: close\r\n"
     with game(start_proxy_router, proxy_sessions, origin.url,
               trusted_proxies=trusted) as router:
-        fast = fast_path(router)
-        before = fast.taken
-        from_proxy = exchange(router, request(router, extra=claims), source="127.0.0.2")
-        from_client = exchange(router, request(router, extra=claims), source="127.0.0.1")
-        assert fast.taken - before == 2
-    assert b"x-forwarded-for: 6.6.6.6, 127.0.0.2\r\n" in from_proxy
+        fast_proxy, slow_proxy = both_ways(router, origin, lambda: exchange(
+            router, request(router, extra=claims), source="127.0.0.2"))
+        fast_client, slow_client = both_ways(router, origin, lambda: exchange(
+            router, request(router, extra=claims), source="127.0.0.1"))
+    assert (fast_proxy[2], slow_proxy[2], fast_client[2], slow_client[2]) == (1, 0, 1, 0)
+    # Both paths send the origin the same head, from the proxy and from the client.
+    assert fast_proxy[1] == slow_proxy[1] and fast_client[1] == slow_client[1]
+    from_proxy, from_client = fast_proxy[1][0].lower(), fast_client[1][0].lower()
+    assert b"x-forwarded-for: 6.6.6.6, 7.7.7.7, 127.0.0.2\r\n" in from_proxy
     assert b"x-forwarded-proto: https\r\n" in from_proxy
+    for name, value in OTHERS:
+        assert f"\r\n{name}: {value}\r\n".encode() in from_proxy, name
     assert b"x-forwarded-for: 127.0.0.1\r\n" in from_client
     assert b"x-forwarded-proto: http\r\n" in from_client and b"6.6.6.6" not in from_client
+    for name in CLAIM_NAMES - {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-host"}:
+        assert f"\r\n{name}:".encode() not in from_client, name
 
 
 def test_the_fast_path_is_taken_only_for_what_it_covers(

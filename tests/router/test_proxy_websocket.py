@@ -16,7 +16,12 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
+from payments.models import AppStatus, DomainRequestStatus, RuntimeStatus
+from router.invalidation import publish_app_changed_sync
+from router.settings import Settings
+from tests.factories import update_app
 from tests.router.origins import aiohttp_origin, closed_port, proxied
+from tests.router.test_proxy_headers import FORGED, claims_seen
 from tests.support.router import RouterFactory, RunningRouter
 from tests.support.servers import AiohttpServer
 
@@ -60,7 +65,7 @@ def ws_origin(echo: EchoOrigin) -> Iterator[AiohttpServer]:
 
 
 def ws_connect(router: RunningRouter, path: str = "/ws", subprotocols: list[str] | None = None,
-               headers: dict[str, str] | None = None) -> ClientConnection:
+               headers: list[tuple[str, str]] | None = None) -> ClientConnection:
     """Connect to ``ws://<slug>.{apps_domain}:PORT`` over a socket to the router on loopback."""
     sock = socket.create_connection(("127.0.0.1", router.port), timeout=5)
     offered = [Subprotocol(p) for p in subprotocols] if subprotocols else None
@@ -74,7 +79,7 @@ def test_websocket_messages_are_relayed_both_ways(start_proxy_router: RouterFact
                                                   echo: EchoOrigin) -> None:
     with proxied(start_proxy_router, proxy_sessions, ws_origin.url) as router, \
             ws_connect(router, "/ws?room=a%2Fb", subprotocols=["chat.v2", "chat.v1"],
-                       headers={"Cookie": "a=b", "X-Client": "1"}) as ws:
+                       headers=[("Cookie", "a=b"), ("X-Client", "1"), *FORGED]) as ws:
         assert ws.subprotocol == "chat.v1"
         ws.send("hello")
         assert ws.recv(timeout=5) == "hello"
@@ -92,8 +97,9 @@ def test_websocket_messages_are_relayed_both_ways(start_proxy_router: RouterFact
     assert "cookie" not in seen
     assert seen["x-client"] == "1"
     assert seen["host"] == f"127.0.0.1:{ws_origin.port}"
-    assert seen["x-forwarded-for"] == "127.0.0.1"
-    assert seen["x-forwarded-host"] == router.host("game")
+    assert claims_seen(echo.handshakes[0]) == [
+        ("x-forwarded-for", "127.0.0.1"), ("x-forwarded-host", router.host("game")),
+        ("x-forwarded-proto", "http")]
     assert echo.paths == ["/ws?room=a%2Fb"]
     assert echo.client_close_codes == [1000]
 
@@ -168,4 +174,104 @@ def test_an_upgrade_after_fast_path_requests_on_one_connection_is_relayed(
             assert ws.recv(timeout=5) == "after a fast request"
             ws.close(code=1000)
             assert echo.closed.wait(5)
+    assert echo.client_close_codes == [1000]
+
+
+@pytest.mark.parametrize("path", [
+    "/svc-auth-return?app=game&code=sum_abcdefgh1234", "/svc-auth-return/",
+    "/svc%2Dauth-return?app=game&code=sum_abcdefgh1234", "/svc-auth-return//",
+])
+def test_an_upgrade_to_the_auth_return_page_never_reaches_the_origin(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        echo: EchoOrigin, path: str) -> None:
+    """Spec 4.7: /svc-auth-return is served by the service and never proxied; a WebSocket
+    upgrade there, in any spelling the HTTP path takes for it, is refused."""
+    with aiohttp_origin(("GET", "/ws", echo.handler),
+                        ("GET", "/svc-auth-return", echo.handler),
+                        ("GET", "/svc-auth-return/", echo.handler),
+                        ("GET", "/svc-auth-return//", echo.handler)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router:
+        with pytest.raises(InvalidStatus) as refused:
+            ws_connect(router, path)
+        with ws_connect(router) as control:  # the origin and the gate are fine
+            control.send("still relayed")
+            assert control.recv(timeout=5) == "still relayed"
+    assert refused.value.response.status_code == 403
+    assert echo.paths == ["/ws"]
+
+
+# How soon an open socket learns that its app is no longer served, without Redis: the app
+# cache's TTL (a lookup may be that old) plus the interval between checks (docs/router.md).
+BOUND = Settings().app_cache_ttl_local + Settings().websocket_gate_interval
+SLACK = 1.0  # a loaded two-core box
+
+
+def closed_within(ws: ClientConnection, seconds: float) -> tuple[int | None, float]:
+    """(the close code the router sent, seconds it took), waiting at most ``seconds``."""
+    started = time.monotonic()
+    with pytest.raises(ConnectionClosed) as closed:
+        ws.recv(timeout=seconds)  # nothing is sent: only a close ends the wait
+    assert closed.value.rcvd is not None, "closed without a close frame from the router"
+    return closed.value.rcvd.code, time.monotonic() - started
+
+
+@pytest.mark.parametrize("change", [
+    {"kill_switch": True},
+    {"runtime_status": RuntimeStatus.DISABLED},
+    {"runtime_domain_request_status": DomainRequestStatus.REJECTED},
+    {"status": AppStatus.SUSPENDED},
+], ids=["kill_switch", "runtime_disabled", "domain_rejected", "app_suspended"])
+def test_an_open_websocket_is_closed_once_its_app_is_not_served(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        ws_origin: AiohttpServer, echo: EchoOrigin, change: dict[str, object]) -> None:
+    """The gate is asked again while a socket is open, not only at its handshake: the client
+    gets 1008 and the origin 1001 within the bound, and relaying stops (audit C, 1)."""
+    with proxied(start_proxy_router, proxy_sessions, ws_origin.url) as router, \
+            ws_connect(router) as ws:
+        ws.send("before")
+        assert ws.recv(timeout=5) == "before"
+        update_app(proxy_sessions, "game", **change)  # as svc-ops does, with no bus here
+        code, waited = closed_within(ws, BOUND + 5)
+        assert echo.closed.wait(5), "the origin's side is still open"
+    assert code == 1008
+    assert waited <= BOUND + SLACK, waited
+    assert echo.client_close_codes == [1001]
+
+
+def test_with_redis_a_published_change_closes_open_websockets_at_the_next_check(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        ws_origin: AiohttpServer, echo: EchoOrigin, redis_url: str) -> None:
+    """With a live subscription the cache keeps entries 60 s; the published change drops
+    the entry, so the next check (every second) already sees the kill switch."""
+    with proxied(start_proxy_router, proxy_sessions, ws_origin.url,
+                 redis_url=redis_url) as router, ws_connect(router) as ws:
+        assert router.service.resources.change_bus().connected
+        ws.send("before")
+        assert ws.recv(timeout=5) == "before"
+        update_app(proxy_sessions, "game", kill_switch=True)
+        publish_app_changed_sync(redis_url, "game")
+        code, waited = closed_within(ws, 10)
+        assert echo.closed.wait(5)
+    assert code == 1008
+    assert waited <= Settings().websocket_gate_interval + SLACK, waited
+    assert echo.client_close_codes == [1001]
+
+
+def test_a_served_apps_websocket_stays_open_across_many_checks(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        ws_origin: AiohttpServer, echo: EchoOrigin) -> None:
+    with proxied(start_proxy_router, proxy_sessions, ws_origin.url,
+                 websocket_gate_interval=0.2) as router, ws_connect(router) as ws:
+        directory = router.service.resources.app_directory()
+        lookups = directory.lookups
+        ends = time.monotonic() + 2.5  # a dozen checks, and the cached entry expires twice
+        sent = 0
+        while time.monotonic() < ends:
+            ws.send(f"still here {sent}")
+            assert ws.recv(timeout=5) == f"still here {sent}"
+            sent += 1
+            time.sleep(0.1)
+        assert directory.lookups > lookups  # the checks ran, and looked the app up again
+        ws.close(code=1000)
+        assert echo.closed.wait(5)
     assert echo.client_close_codes == [1000]

@@ -74,6 +74,27 @@ def test_untrusted_client_forwarding_replaced() -> None:
     ]
 
 
+# Forwarding claims beyond the three we write, each read by some popular framework
+# (docs/router.md has who reads which).
+OTHER_CLAIMS = [b"forwarded", b"x-real-ip", b"x-forwarded-port", b"x-forwarded-prefix",
+                b"x-forwarded-path", b"x-forwarded-ssl", b"x-forwarded-scheme",
+                b"x-forwarded-protocol", b"front-end-https", b"x-url-scheme",
+                b"x-forwarded-server", b"x-forwarded", b"forwarded-for",
+                b"x-original-forwarded-for", b"client-ip", b"x-client-ip", b"true-client-ip",
+                b"cf-connecting-ip", b"fastly-client-ip", b"x-cluster-client-ip"]
+
+
+@pytest.mark.parametrize("name", OTHER_CLAIMS)
+def test_every_forwarding_claim_is_dropped_from_clients_and_kept_from_proxies(
+        name: bytes) -> None:
+    sent = [(b"host", b"demo.apps.localhost"), (name, b"6.6.6.6"), (b"accept", b"*/*")]
+    for trusted in (False, True):
+        out = upstream_request_headers(sent, upstream_host=b"origin", client_ip="10.0.0.1",
+                                       scheme="http", trusted_proxy=trusted)
+        assert ((name, b"6.6.6.6") in out) is trusted, (name, trusted)
+        assert [n for n, _ in out].count(name) == (1 if trusted else 0)
+
+
 def test_trusted_proxy_chain_appended() -> None:
     out = dict(upstream_request_headers(REQUEST, upstream_host=b"origin", client_ip="10.0.0.1",
                                         scheme="http", trusted_proxy=True))

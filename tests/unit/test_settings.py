@@ -118,7 +118,18 @@ def test_several_processes_need_what_they_must_share() -> None:
 
 def test_service_hosts_derived() -> None:
     assert Settings().service_hosts == ("api.localhost", "portal.localhost",
-                                        "console.localhost", "docs.localhost")
+                                        "console.localhost", "docs.localhost",
+                                        "launch.localhost")
+    assert Settings(legacy_launch_host="Launch.Example.COM.").service_hosts[-1] == (
+        "launch.example.com")
+    assert Settings(legacy_launch_host=None).service_hosts == (
+        "api.localhost", "portal.localhost", "console.localhost", "docs.localhost")
+
+
+def test_websocket_gate_interval_must_be_positive() -> None:
+    assert load_settings({"SVCSRV_WEBSOCKET_GATE_INTERVAL": "0.5"}).websocket_gate_interval == 0.5
+    with pytest.raises(SettingsError, match="WEBSOCKET_GATE_INTERVAL"):
+        load_settings({"SVCSRV_WEBSOCKET_GATE_INTERVAL": "0"})
 
 
 def test_production_requires_a_real_secret_key() -> None:

@@ -19,6 +19,7 @@ from manifest.url_policy import (
     check_webhook_url,
     resolve_checked,
 )
+from router.settings import load_settings
 
 PROD = UrlPolicy(service_hosts=frozenset({"api.pay.example.com", "portal.pay.example.com",
                                           "console.pay.example.com", "docs.pay.example.com"}),
@@ -178,6 +179,30 @@ def test_runtime_origins_refused(origin: str, rule: str) -> None:
     with pytest.raises(UrlRefused) as info:
         check_runtime_origin(origin, PROD)
     assert (info.value.code, info.value.rule) == ("runtime_origin_invalid", rule)
+
+
+def test_the_legacy_launch_host_is_a_service_host() -> None:
+    """Spec 5.5 refuses service-owned hosts as webhook endpoints (and 8 item 8 as runtime
+    origins); the retired launch host (spec 1.1) is one, though no URL setting names it."""
+    settings = load_settings({
+        "SVCSRV_MODE": "production", "SVCSRV_BASE_URL": "https://api.svcpay.io",
+        "SVCSRV_PORTAL_URL": "https://svcpay.io", "SVCSRV_CONSOLE_URL": "https://console.svcpay.io",
+        "SVCSRV_DOCS_URL": "https://docs.svcpay.io", "SVCSRV_APPS_DOMAIN": "apps.svcpay.io",
+        "SVCSRV_APPS_SCHEME": "https", "SVCSRV_SMTP_HOST": "smtp.svcpay.io",
+        "SVCSRV_SECRET_KEY": "x" * 40, "SVCSRV_LEGACY_LAUNCH_HOST": "launch.svcpay.io"})
+    policy = UrlPolicy.from_settings(settings)
+    for url in ("https://launch.svcpay.io/api/svc/webhook", "https://LAUNCH.svcpay.io./hook"):
+        with pytest.raises(UrlRefused) as webhook_info:
+            webhook(url, policy)
+        assert (webhook_info.value.code, webhook_info.value.rule) == ("webhook_url_invalid",
+                                                                      "service_host")
+    with pytest.raises(UrlRefused) as origin_info:
+        check_runtime_origin("https://launch.svcpay.io", policy)
+    assert (origin_info.value.code, origin_info.value.rule) == ("runtime_origin_invalid",
+                                                                "service_host")
+    # The control: a developer's own host under another name is still accepted.
+    assert webhook("https://hooks.launch-games.io/hook", policy).host == "hooks.launch-games.io"
+    assert check_runtime_origin("https://launch.games.io", policy).host == "launch.games.io"
 
 
 def test_runtime_origins_accepted() -> None:

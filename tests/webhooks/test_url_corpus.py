@@ -152,6 +152,7 @@ def corpus(port: int) -> list[tuple[str, str]]:
         (f"https://portal.{SERVICE}/x", "service_host"),
         (f"https://console.{SERVICE}/x", "service_host"),
         (f"https://docs.{SERVICE}/openapi.json", "service_host"),
+        (f"https://launch.{SERVICE}/svc", "service_host"),  # the legacy launch host
         (f"https://apps.{SERVICE}/api/svc/webhook", "service_host"),
         (f"https://other.apps.{SERVICE}/api/svc/webhook", "other_app_host"),
         (f"https://game.apps.{SERVICE}/hooks", "apps_proxy_path"),
@@ -213,6 +214,7 @@ def harness(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Ite
         overrides = {
             **FAST, "bind_port": port, "allow_private_origins": False,
             "dns_server": f"{dns.host}:{dns.port}", "apps_domain": f"apps.{SERVICE}",
+            "legacy_launch_host": f"launch.{SERVICE}",
             **{f"{n}_url": f"http://{h}.{SERVICE}:{port}"
                for n, h in (("base", "api"), ("portal", "portal"), ("console", "console"),
                             ("docs", "docs"))},
