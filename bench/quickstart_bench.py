@@ -67,8 +67,7 @@ CODE_RE = re.compile(r"Your verification code is (\d{6})")
 PAY_TO = "0x90F79bf6EB2c4f870365E51bd2Fb0b1d6C6a9dD3"
 PASSWORD = "correct horse battery staple"  # noqa: S105  (a throwaway dev account)
 PRODUCT = "retry"
-GRANT_SCOPES = ("apps:read,apps:write,products:write,webhooks:write,runtime:write,keys:create,"
-                "config:read,config:write")
+GRANT_SCOPES = "apps:read,apps:write,products:write,webhooks:write,runtime:write,keys:create"
 KEY_SCOPES = ("orders:create,orders:read,receipts:read,deliveries:read,charges:create,"
               "connections:create,connections:read")
 BUDGET_ATOMIC = 1_000_000  # the user's budget: 1 USDC

@@ -1,6 +1,6 @@
 """``svc-ops``: operator commands: database migrations, the chain (``ops.chain``), runtime
-domains and the kill switch (``ops.runtime``), reviews and the audit log (``ops.review``),
-the webhook dispatcher (``ops.webhooks``)."""
+domains and the kill switch (``ops.runtime``), reviews (hosted app, pay_to, portal listing)
+and the audit log (``ops.review``), the webhook dispatcher (``ops.webhooks``)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             return runtime.run(args, settings, make_sessionmaker(engine))
         if args.command == "webhooks":
             return webhooks.run(args, settings, make_sessionmaker(engine))
-        if args.command in ("review", "pay-to", "actions", "notifications"):
+        if args.command in ("review", "pay-to", "listing", "actions", "notifications"):
             return review.run(args, settings, make_sessionmaker(engine))
         if args.command == "migrate":
             migrate.upgrade(engine, args.revision)

@@ -1,10 +1,14 @@
-"""``svc-ops review|pay-to|actions|notifications``: reviews and what operators look at.
+"""``svc-ops review|pay-to|listing|actions|notifications``: reviews and what operators look
+at.
 
 - ``review``: the hosted-app review queue of spec 1.2 rule 4 (allowlisted developers first;
   categories rejected by default; extra-review categories need a note) and the hosting
   allowlist of developers.
 - ``pay-to``: binding or changing ``pay_to`` starts a review; approval moves ``testing`` to
   ``approved`` (spec 3.4) for the address the operator names.
+- ``listing``: the same change puts the portal listing under review (``pending_review``);
+  approval, over an approved ``pay_to``, makes the app ``listed`` (spec 2.2), so its
+  hosted entry ``{portal_url}/<app-slug>`` answers; rejection takes it off the portal.
 - ``actions``: the audit log of operator decisions; ``notifications``: the internal
   notifications (``developer_app_requested``, ``runtime_domain_requested``).
 """
@@ -48,6 +52,17 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     approve = pay_to_sub.add_parser("approve", parents=[who], help="approve an app's pay_to")
     approve.add_argument("app")
     approve.add_argument("address", help="the address you reviewed (must be the current one)")
+    listing = sub.add_parser("listing", help="portal listing review (pending_review -> listed)")
+    listing_sub = listing.add_subparsers(dest="action", required=True)
+    listing_sub.add_parser("list", help="apps whose listing waits for review")
+    approve = listing_sub.add_parser("approve", parents=[who],
+                                     help="list an app on the portal (its pay_to approved)")
+    approve.add_argument("app", help="app slug or id")
+    approve.add_argument("--note", default="", help="what the review found")
+    reject = listing_sub.add_parser("reject", parents=[who],
+                                    help="refuse, or take a listed app off the portal")
+    reject.add_argument("app", help="app slug or id")
+    reject.add_argument("--reason", required=True)
     actions = sub.add_parser("actions", help="the operator audit log, newest first")
     actions.add_argument("--app", help="only this app")
     actions.add_argument("--limit", type=int, default=50)
@@ -60,6 +75,8 @@ def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Ses
         return _review(args, settings, sessions)
     if args.command == "pay-to":
         return _pay_to(args, settings, sessions)
+    if args.command == "listing":
+        return _listing(args, settings, sessions)
     if args.command == "actions":
         return _actions(args, sessions)
     return _notifications(args, sessions)
@@ -116,6 +133,28 @@ def _pay_to(args: argparse.Namespace, settings: Settings,
                               args.address)
     changed(settings, sessions, approve, slug)
     print(f"pay_to {args.address} approved for {slug}; recorded for {who}")
+    return 0
+
+
+def _listing(args: argparse.Namespace, settings: Settings,
+             sessions: sessionmaker[Session]) -> int:
+    if args.action == "list":
+        with sessions() as session:
+            apps = decide.listing_queue(session)
+            for app in apps:
+                print(f"{app.slug}\t{app.name}\t{app.pay_to}\tpay_to={app.pay_to_status.value}")
+            if not apps:
+                print("no listing waits for review")
+        return 0
+    who = operator_name(args)
+    slug = app_slug(sessions, args.app)
+    approve = args.action == "approve"
+
+    def decision(session: Session) -> None:
+        decide.decide_listing(session, decide.find_app(session, slug), who, utcnow(),
+                              approve=approve, note=args.note if approve else args.reason)
+    changed(settings, sessions, decision, slug)
+    print(f"listing {'approved' if approve else 'rejected'} for {slug}; recorded for {who}")
     return 0
 
 

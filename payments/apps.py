@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from payments.errors import ApiError
-from payments.models import AllowlistStatus, App, AppType, PayToStatus
+from payments.models import AllowlistStatus, App, AppType, ListingStatus, PayToStatus
 from payments.slugs import check_slug, slugify
 
 _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
@@ -54,7 +54,11 @@ def create_app_record(
 
 
 def set_pay_to(app: App, address: str) -> None:
-    """Binding or changing ``pay_to`` (re)starts the review: status becomes ``testing``.
+    """Binding or changing ``pay_to`` (re)starts the review for portal backing and public
+    listing (spec 2.2): ``pay_to_status`` becomes ``testing`` and the listing
+    ``pending_review``, a listed app included, until operators approve again
+    (``svc-ops pay-to approve``, ``svc-ops listing approve``). A listing vouches for where
+    users' money goes, so it does not carry over to an address nobody has reviewed.
 
     The allowlist status was about the old address, so it becomes ``unknown`` (no payment
     is accepted) until the chain worker reads the new one (payments.chain.allowlist)."""
@@ -62,4 +66,5 @@ def set_pay_to(app: App, address: str) -> None:
     if address != app.pay_to:
         app.pay_to = address
         app.pay_to_status = PayToStatus.TESTING
+        app.portal_listing_status = ListingStatus.PENDING_REVIEW
         app.recipient_allowlist_status = AllowlistStatus.UNKNOWN

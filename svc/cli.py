@@ -85,7 +85,9 @@ def _auth_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser],
     request = argparse.ArgumentParser(add_help=False)
     request.add_argument("--app", metavar="SLUG", help="the app the grant is for")
     request.add_argument("--scopes", type=_scopes, metavar="A,B",
-                         help="grant scopes, comma separated (default apps:read)")
+                         help="grant scopes, comma separated: apps:read, apps:write, "
+                         "products:write, webhooks:write, runtime:write, keys:create "
+                         "(default apps:read)")
     request.add_argument("--ttl", type=_ttl, metavar="TTL",
                          help="grant lifetime: 90s, 30m, 2h, 7d (default 2h)")
     browser = commands.add_parser("browser", parents=[common, request],

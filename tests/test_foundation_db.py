@@ -5,14 +5,16 @@ from __future__ import annotations
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select, text
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments import migrate
 from payments.apps import create_app_record
-from payments.db import Base, make_engine, transaction
+from payments.db import Base, make_engine, make_sessionmaker, transaction, utcnow
 from payments.errors import ApiError
-from payments.models import PayToStatus
+from payments.models import App, ListingStatus, PayToStatus
+from payments.runtime.models import OperatorAction, OperatorActionKind
 from tests.conftest import fresh_pg_database
 
 
@@ -53,6 +55,41 @@ def test_create_app_generates_slug_and_prefixed_id(sessions: sessionmaker[Sessio
         with_pay_to = create_app_record(session, name="Tip Jar",
                                         pay_to="0x70997970C51812dc3A010C7d01b50e0d17dc79C8")
         assert with_pay_to.pay_to_status is PayToStatus.TESTING
+        assert with_pay_to.portal_listing_status is ListingStatus.PENDING_REVIEW
+        assert app.portal_listing_status is ListingStatus.UNLISTED
+
+
+def test_listing_review_migration(db_url: str) -> None:
+    """0010: apps bound to a pay_to before the listing review existed enter its queue, and
+    operator_actions accepts the listing decisions (downgrade drops them again)."""
+    engine = make_engine(db_url)
+    sessions = make_sessionmaker(engine)
+    try:
+        with transaction(sessions) as session:
+            session.add_all([
+                App(name="Bound", slug="bound", pay_to="0x" + "ab" * 20,
+                    portal_listing_status=ListingStatus.UNLISTED),
+                App(name="Unbound", slug="unbound"),
+                App(name="Listed", slug="listed", pay_to="0x" + "cd" * 20,
+                    portal_listing_status=ListingStatus.LISTED)])
+        migrate.downgrade(engine, "0009")
+        migrate.upgrade(engine)
+        with transaction(sessions) as session:
+            statuses = {a.slug: a.portal_listing_status for a in session.scalars(select(App))}
+            assert statuses == {"bound": ListingStatus.PENDING_REVIEW,
+                                "unbound": ListingStatus.UNLISTED,
+                                "listed": ListingStatus.LISTED}
+            session.add(OperatorAction(operator="dora", action=OperatorActionKind.LISTING_APPROVED,
+                                       subject="bound", created_at=utcnow()))
+        migrate.downgrade(engine, "0009")
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT count(*) FROM operator_actions")).scalar() == 0
+            with pytest.raises(IntegrityError):
+                conn.execute(text("INSERT INTO operator_actions (operator, action, subject, "
+                                  "detail, created_at) VALUES ('dora', 'listing_rejected', "
+                                  "'x', '{}', CURRENT_TIMESTAMP)"))
+    finally:
+        engine.dispose()
 
 
 @pytest.mark.parametrize("name", ["Docs", "API", "Account", "Admin", "statusz"])

@@ -1,10 +1,12 @@
 """The developer configuration API (spec 4.8): plan, apply, revisions, rollback.
 
-Mounted beside the developer API, with its authentication: a CLI grant (scopes
-``config:read`` and ``config:write``, one app) on the API host, also a console session on
-the console host (which may create the app a config names). Request bodies are ours
-(docs/config.md): ``{"config": {...svc.config.v1...}, "mode": "merge"|"mirror",
-"baseRevision": "zcfgrev_..."|null, "planDigest": "sha256:..."}``.
+Mounted beside the developer API, with its authentication: a CLI grant (one app) on the API
+host, also a console session on the console host (which may create the app a config names).
+A grant needs spec 5.3's scopes, the ones the resources' own APIs ask for: ``apps:read`` to
+plan and read revisions; to apply or roll back, ``apps:read`` and the write scope of each
+kind of change the plan makes (``Plan.write_scopes``), so config is no way around them.
+Request bodies are ours (docs/config.md): ``{"config": {...svc.config.v1...}, "mode":
+"merge"|"mirror", "baseRevision": "zcfgrev_..."|null, "planDigest": "sha256:..."}``.
 
 A webhook URL's DNS answers are checked between two units of work, never inside one (a
 slow DNS server must hold no database lock), as the webhook API does.
@@ -31,6 +33,7 @@ from payments.config.history import revision_detail, revision_view, revisions_of
 from payments.config.models import ConfigRevision
 from payments.config.plan import Context, Plan, make_plan
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
+from payments.developer.grants import CONFIG_SCOPES
 from payments.errors import ApiError
 from payments.http import field_str, json_after_auth, page_size, required_str
 from payments.ids import IdPrefix
@@ -44,7 +47,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 NO_STORE = {"cache-control": "no-store"}
 APPLY_LIMIT = Limit("config-apply", 30, 60)
-READ, WRITE = "config:read", "config:write"
+READ = "apps:read"  # plan, revisions; apply adds what its plan changes (Plan.write_scopes)
 
 
 @dataclass(frozen=True)
@@ -99,9 +102,8 @@ class ConfigApi:
 
         def prepare(session: Session, who: Principal) -> dict[str, Any]:
             asked.append(_read(read_body(), need_base=True))
-            app = _target(session, who, asked[0].document["app"]["slug"], WRITE)
-            return make_plan(session, app, asked[0].document, asked[0].mode,
-                             self.context).as_dict()
+            app = _target(session, who, asked[0].document["app"]["slug"], READ)
+            return _permitted_plan(session, who, app, asked[0], self.context)
         await self._refuse_dns_problems(await self._as(request, prepare))
         return await self._apply(request, asked[0], rollback_of=None)
 
@@ -119,7 +121,7 @@ class ConfigApi:
         now = self.s.developer.clock()
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
-            app = _target(session, who, asked.document["app"]["slug"], WRITE)
+            app = _target(session, who, asked.document["app"]["slug"], READ)
             applied = apply_config(session, who, app, asked.document, asked.mode,
                                    base=asked.base, digest=asked.digest, context=self.context,
                                    box=self.s.box, now=now, rollback_of=rollback_of)
@@ -152,7 +154,7 @@ class ConfigApi:
         def prepare(session: Session, who: Principal) -> dict[str, Any]:
             body = read_body()
             ref = required_str(body, "revision", 64)
-            revision = _revision(session, who, ref, WRITE)
+            revision = _revision(session, who, ref, READ)
             if "baseRevision" not in body:
                 raise ApiError("missing_field", 422, "'baseRevision' is required: the head "
                                "revision your rollback plan was made against.",
@@ -164,7 +166,7 @@ class ConfigApi:
                                   field_str(body, "baseRevision", required=False, max_length=64),
                                   field_str(body, "planDigest", required=False, max_length=80)))
             revision_id.append(revision.id)
-            return make_plan(session, app, document, revision.mode, self.context).as_dict()
+            return _permitted_plan(session, who, app, asked[0], self.context)
         # The old config meets today's rules, DNS included, like any other apply.
         await self._refuse_dns_problems(await self._as(request, prepare))
         return await self._apply(request, asked[0], rollback_of=revision_id[0])
@@ -244,6 +246,15 @@ def _read(body: dict[str, Any], *, need_base: bool) -> ConfigRequest:
     return ConfigRequest(document, mode, base, digest)
 
 
+def _permitted_plan(session: Session, who: Principal, app: App | None, asked: ConfigRequest,
+                    context: Context) -> dict[str, Any]:
+    """The plan an apply is about to carry out, refused early (before any DNS question) when
+    the caller may not make its changes; apply checks again under the app's lock."""
+    planned = make_plan(session, app, asked.document, asked.mode, context)
+    who.require_scopes(planned.app_slug, planned.write_scopes)
+    return planned.as_dict()
+
+
 def _target(session: Session, who: Principal, slug: str, scope: str) -> App | None:
     """The app a config names, if this caller may change it with ``scope``; None when it
     does not exist yet and the caller may create it (a console session)."""
@@ -253,7 +264,7 @@ def _target(session: Session, who: Principal, slug: str, scope: str) -> App | No
             raise ApiError("developer_session_required", 403, f"There is no app '{slug}' "
                            "yet, and a CLI grant is for one existing app: create it in the "
                            f"console, then run `svc auth browser --app {slug} --scopes "
-                           "config:read,config:write`.")
+                           f"{','.join(CONFIG_SCOPES)}`.")
         return None
     return who.app(session, slug, scope)
 

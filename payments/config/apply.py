@@ -55,6 +55,9 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
     if (head.id if head else None) != base:
         raise conflict(head.id if head else None, base)
     plan = make_plan(session, app, document, mode, context)
+    # Checked on the plan made under the lock, before the first write: what a grant may
+    # change is what this apply will change, not what an earlier plan showed.
+    who.require_scopes(plan.app_slug, plan.write_scopes)
     if plan.errors:
         raise ApiError("config_plan_errors", 422, f"The plan has {len(plan.errors)} blocking "
                        f"error(s); first: {plan.errors[0].path}: {plan.errors[0].message}",

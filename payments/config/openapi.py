@@ -12,6 +12,12 @@ STR = {"type": "string"}
 NSTR = {"type": ["string", "null"]}
 REV = {"type": "string", "pattern": "^zcfgrev_[0-9a-f]{30}$"}
 NREV = {"anyOf": [REV, {"type": "null"}]}
+# What a CLI grant needs (spec 5.3's scopes; payments.config.api).
+READ = "the scope `apps:read`"
+WRITE = ("the scope `apps:read`, and the write scope of each kind of change the plan makes: "
+         "`apps:write` (app fields, payTo included), `products:write`, `webhooks:write`, "
+         "`runtime:write`; a grant lacking one gets 403 `developer_cli_scope_missing` naming "
+         "it, before anything is written")
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -84,8 +90,8 @@ def _op(summary: str, scope: str, schema: str | None, *, status: str = "200",
         responses[status]["content"] = {"application/json": {"schema": _ref(schema)}}
     for code in ("400", "401", "403", "404", "409", "413", "415", "422", "429", *extra):
         responses[code] = ERR
-    op: dict[str, Any] = {"summary": summary, "description": f"{summary} CLI grants need the "
-                          f"scope `{scope}` for the config's app.", "security": GRANT,
+    op: dict[str, Any] = {"summary": summary, "description": f"{summary} CLI grants need "
+                          f"{scope} for the config's app.", "security": GRANT,
                           "responses": responses}
     if body is not None:
         op["requestBody"] = {"required": True, "content": {"application/json": {
@@ -100,12 +106,12 @@ def config_paths() -> dict[str, Any]:
         "baseRevision": NREV, "planDigest": STR}}
     applied = _op("Apply a config in one transaction; records a revision when anything "
                   "changed (201), else 200 with no revision. A new webhook's signing secret "
-                  "is in `secrets`, this once.", "config:write", "ConfigApplied",
+                  "is in `secrets`, this once.", WRITE, "ConfigApplied",
                   status="201", body={**request, "required": ["config", "baseRevision"]},
                   extra=("503",))
     applied["responses"]["200"] = {"description": "nothing to change", "content": {
         "application/json": {"schema": _ref("ConfigApplied")}}}
-    rollback = _op("Apply an earlier revision's config as a new revision.", "config:write",
+    rollback = _op("Apply an earlier revision's config as a new revision.", WRITE,
                    "ConfigApplied", status="201", body={
                        "type": "object", "required": ["revision", "baseRevision"],
                        "properties": {"revision": REV, "baseRevision": NREV,
@@ -114,10 +120,10 @@ def config_paths() -> dict[str, Any]:
     return {
         f"{p}/plan": {"post": _op("Preview a config: ops, blocking errors, warnings, missing "
                                   "secrets, runtime validation inputs. Writes nothing.",
-                                  "config:read", "ConfigPlan", body=request, extra=("503",))},
+                                  READ, "ConfigPlan", body=request, extra=("503",))},
         f"{p}/apply": {"post": applied},
         f"{p}/revisions": {"get": {
-            **_op("An app's config revisions, newest first, a page at a time.", "config:read",
+            **_op("An app's config revisions, newest first, a page at a time.", READ,
                   None),
             "parameters": [
                 {"name": "app", "in": "query", "required": True, "schema": STR,
@@ -136,7 +142,7 @@ def config_paths() -> dict[str, Any]:
                                                "on the last page"})}}},
                 "401": ERR, "403": ERR, "404": ERR, "422": ERR}}},
         f"{p}/revisions/{{revision}}": {"get": {
-            **_op("One revision: the config as applied and its ops.", "config:read", None),
+            **_op("One revision: the config as applied and its ops.", READ, None),
             "parameters": [{"name": "revision", "in": "path", "required": True,
                             "schema": STR}],
             "responses": {"200": {"description": "success", "content": {"application/json": {

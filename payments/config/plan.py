@@ -32,6 +32,10 @@ from payments.webhooks.endpoints import DEFAULT_EVENTS
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
 
 KINDS = {"game": AppType.GAME, "application": AppType.APPLICATION}
+# The CLI grant scope (spec 5.3) each kind of change needs: the one the resource's own API
+# asks for, so a config apply can do nothing a grant could not do call by call.
+WRITE_SCOPES = {"app": "apps:write", "runtime": "runtime:write", "product": "products:write",
+                "webhook": "webhooks:write"}
 # Product fields compared, in the order a diff shows them.
 PRODUCT_FIELDS = ("sku", "name", "priceAtomic", "pricing", "minAmountAtomic", "maxAmountAtomic",
                   "riskMode", "riskPolicy.trustedServerCharge.enabled",
@@ -86,6 +90,13 @@ class Plan:
     @property
     def changes_anything(self) -> bool:
         return any(op.op != "unchanged" for op in self.ops)
+
+    @property
+    def write_scopes(self) -> list[str]:
+        """The scopes carrying out this plan needs, in the order of its ops; none when it
+        changes nothing."""
+        return list(dict.fromkeys(WRITE_SCOPES[op.resource] for op in self.ops
+                                  if op.op != "unchanged"))
 
     @property
     def digest(self) -> str:

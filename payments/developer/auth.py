@@ -7,7 +7,7 @@ are accepted on the API and console hosts and are limited to one app and their s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 
 from payments.developer.accounts import organization_ids
-from payments.developer.grants import grant_for_token, require_grant_scope
+from payments.developer.grants import grant_for_token, require_grant_scope, require_grant_scopes
 from payments.developer.models import CliGrant, ConsoleSession
 from payments.developer.services import DeveloperServices
 from payments.developer.sessions import SessionPolicy, load_session
@@ -54,6 +54,12 @@ class Principal:
                                f"another app; run `{command}`.", command=command)
             require_grant_scope(self.grant, scope, app.slug)
         return app
+
+    def require_scopes(self, app_slug: str, scopes: Iterable[str]) -> None:
+        """For a change that needs several scopes (a config apply): a CLI grant must hold
+        each; a console session is the developer themself and may do all of it."""
+        if self.grant is not None:
+            require_grant_scopes(self.grant, scopes, app_slug)
 
     def require_session(self, action: str) -> None:
         if self.grant is not None:

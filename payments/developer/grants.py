@@ -7,6 +7,7 @@ operations accept no grant at all; they are ``svc-ops`` commands.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -20,9 +21,17 @@ from payments.ids import IdPrefix
 from payments.models import App
 from payments.slugs import is_valid_slug
 
+# Exactly spec 5.3's list. Config plan/apply is tooling over the same API (spec 4.10), so it
+# asks for these scopes too (payments.config.api), not for scopes of its own.
 CLI_SCOPES = ("apps:read", "apps:write", "products:write", "webhooks:write", "runtime:write",
-              "keys:create", "config:read", "config:write")
+              "keys:create")
 DEFAULT_SCOPES = ("apps:read",)
+# What a config apply can need: read, plus the write scope of each kind of change.
+CONFIG_SCOPES = ("apps:read", "apps:write", "products:write", "webhooks:write",
+                 "runtime:write")
+# Names that earlier builds accepted; refused now, with where their rights went.
+RETIRED_SCOPES = {"config:read": "apps:read",
+                  "config:write": "apps:write, products:write, webhooks:write, runtime:write"}
 DEFAULT_TTL = timedelta(hours=2)
 MAX_TTL = timedelta(days=30)
 MIN_TTL = timedelta(minutes=1)
@@ -35,8 +44,10 @@ def check_scopes(scopes: list[str] | None) -> list[str]:
         return list(DEFAULT_SCOPES)
     unknown = [s for s in scopes if s not in CLI_SCOPES]
     if unknown:
+        retired = "".join(f" {s} is no longer a scope: config uses {RETIRED_SCOPES[s]}."
+                          for s in unknown if s in RETIRED_SCOPES)
         raise ApiError("invalid_scope", 422, f"Unknown CLI grant scope(s): {', '.join(unknown)}."
-                       f" Grants can hold: {', '.join(CLI_SCOPES)}.", scopes=unknown)
+                       f" Grants can hold: {', '.join(CLI_SCOPES)}.{retired}", scopes=unknown)
     return sorted(set(scopes), key=CLI_SCOPES.index)
 
 
@@ -136,12 +147,21 @@ def grant_for_token(session: Session, token: str, now: datetime) -> CliGrant:
 
 
 def require_grant_scope(grant: CliGrant, scope: str, app_slug: str) -> None:
-    if scope not in grant.scopes:
-        wanted = ",".join(sorted({*grant.scopes, scope}, key=CLI_SCOPES.index))
-        raise ApiError("developer_cli_scope_missing", 403, f"This CLI grant lacks the scope "
-                       f"'{scope}'. Run: svc auth browser --app {app_slug} --scopes {wanted}",
-                       scope=scope, command=f"svc auth browser --app {app_slug} "
-                       f"--scopes {wanted}")
+    require_grant_scopes(grant, (scope,), app_slug)
+
+
+def require_grant_scopes(grant: CliGrant, scopes: Iterable[str], app_slug: str) -> None:
+    """Refuse naming the first of ``scopes`` the grant lacks; the sign-in command to rerun
+    adds every missing one, so one rerun is enough."""
+    missing = [s for s in dict.fromkeys(scopes) if s not in grant.scopes]
+    if not missing:
+        return
+    # A grant from before the config:* names were retired may still hold them; the command
+    # asks only for scopes that exist.
+    wanted = ",".join(s for s in CLI_SCOPES if s in grant.scopes or s in missing)
+    command = f"svc auth browser --app {app_slug} --scopes {wanted}"
+    raise ApiError("developer_cli_scope_missing", 403, f"This CLI grant lacks the scope "
+                   f"'{missing[0]}'. Run: {command}", scope=missing[0], command=command)
 
 
 def revoke_grant(grant: CliGrant, now: datetime) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from payments.developer.grants import CLI_SCOPES
+
 GRANT: list[dict[str, list[str]]] = [{"cliGrant": []}, {"consoleSession": []}]
 ERR = {"$ref": "#/components/responses/Error"}
 
@@ -92,8 +94,11 @@ def developer_paths() -> dict[str, Any]:
         },
         f"{p}/cli/auth-requests": {"post": _op(
             "Start a CLI sign-in (browser or device flow); returns deviceCode and userCode.",
-            secured=False, status="201", body=_obj(app=STR, scopes=STRS,
-                                                   ttlSeconds={"type": "integer"}))},
+            secured=False, status="201", body=_obj(app=STR, scopes={
+                **STRS, "description": "spec 5.3's scopes: " + ", ".join(CLI_SCOPES)
+                + " (default apps:read); any other name is 422 invalid_scope. The config "
+                "API asks for these too: apps:read to plan, and the write scope of each "
+                "kind of change to apply."}, ttlSeconds={"type": "integer"}))},
         f"{p}/cli/token": {"post": _op(
             "Poll with the deviceCode: authorization_pending until approved, then the grant "
             "token (once).", secured=False, body=_obj(deviceCode=STR))},

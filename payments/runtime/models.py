@@ -25,6 +25,8 @@ class OperatorActionKind(StrEnum):
     DEVELOPER_UNLISTED = "developer_unlisted"
     ALLOWLIST_ADD = "allowlist_add"
     ALLOWLIST_REMOVE = "allowlist_remove"
+    LISTING_APPROVED = "listing_approved"
+    LISTING_REJECTED = "listing_rejected"
 
 
 class OperatorAction(Base):

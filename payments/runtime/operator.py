@@ -1,4 +1,5 @@
-"""Operator decisions on apps: domains, ``pay_to``, the kill switch, the hosted-app review.
+"""Operator decisions on apps: domains, ``pay_to``, the portal listing, the kill switch, the
+hosted-app review.
 
 Each function is one unit of work's content: it locks the app row, checks the state allows
 the decision, applies it and writes an :class:`OperatorAction` naming who decided, when,
@@ -23,7 +24,13 @@ from payments.developer.models import (
 )
 from payments.errors import ApiError
 from payments.ids import IdPrefix
-from payments.models import App, DomainRequestStatus, HostedReviewStatus, PayToStatus
+from payments.models import (
+    App,
+    DomainRequestStatus,
+    HostedReviewStatus,
+    ListingStatus,
+    PayToStatus,
+)
 from payments.runtime.models import HostingAllowlist, OperatorAction, OperatorActionKind
 from payments.runtime.operations import lock
 from payments.runtime.review import check_approvable, check_categories
@@ -119,6 +126,45 @@ def approve_pay_to(session: Session, app: App, operator: str, now: datetime,
                        f"{address}; review the current address.")
     app.pay_to_status = PayToStatus.APPROVED
     record(session, operator, OperatorActionKind.PAY_TO_APPROVED, app, app.pay_to, now)
+
+
+# The listing review of spec 2.2, as decisions: from which states each may be taken, and
+# where it leads. Entering the review is not a decision: binding or changing pay_to starts
+# it (payments.apps.set_pay_to).
+LISTING_DECISIONS: dict[bool, tuple[frozenset[ListingStatus], ListingStatus]] = {
+    True: (frozenset({ListingStatus.PENDING_REVIEW, ListingStatus.REJECTED}),
+           ListingStatus.LISTED),
+    False: (frozenset({ListingStatus.PENDING_REVIEW, ListingStatus.LISTED}),
+            ListingStatus.REJECTED),  # a listed app can be taken off the portal
+}
+
+
+def listing_queue(session: Session) -> Sequence[App]:
+    """Apps whose listing waits for review, the longest waiting first."""
+    return session.scalars(select(App).where(
+        App.portal_listing_status == ListingStatus.PENDING_REVIEW)
+        .order_by(App.updated_at, App.slug)).all()
+
+
+def decide_listing(session: Session, app: App, operator: str, now: datetime, *,
+                   approve: bool, note: str) -> None:
+    """``pending_review`` -> ``listed`` or ``rejected`` (spec 2.2: a public portal entry
+    requires ``listed``). Listing backs the app's recipient in public, so it is approved
+    only over a ``pay_to`` that operators approved: a pay_to changed since then has put the
+    listing back under review, and is refused here until its own review is done."""
+    allowed, target = LISTING_DECISIONS[approve]
+    was = app.portal_listing_status
+    if was not in allowed:
+        raise ApiError("listing_not_in_review", 409, f"{app.slug}'s listing cannot be "
+                       f"{'approved' if approve else 'rejected'} from {was.value}.")
+    if approve and (app.pay_to is None or app.pay_to_status is not PayToStatus.APPROVED):
+        raise ApiError("pay_to_not_approved", 409, f"{app.slug}'s pay_to "
+                       f"({app.pay_to or 'none'}) is {app.pay_to_status.value}: approve it "
+                       f"first (svc-ops pay-to approve {app.slug} <address>).")
+    app.portal_listing_status = target
+    record(session, operator, OperatorActionKind.LISTING_APPROVED if approve
+           else OperatorActionKind.LISTING_REJECTED, app, app.slug, now, was=was.value,
+           payTo=app.pay_to, note=note[:500])
 
 
 def review_queue(session: Session) -> list[tuple[App, bool]]:

@@ -24,8 +24,9 @@ View = dict[str, Any]
 NOTICES = {
     "created": "App created. It exists now: add products and API keys below. The service "
                "operators were told about it.",
-    "pay-to-review": "pay_to saved. Review started: its status is now testing while portal "
-                     "backing and public listing are reviewed; payments do not wait for it.",
+    "pay-to-review": "pay_to saved. Review started: its status is now testing and the listing "
+                     "pending_review while portal backing and public listing are reviewed; "
+                     "the public portal page waits for it, payments do not.",
     "pay-to-same": "pay_to is unchanged.",
     "product-added": "Product added.",
     "product-saved": "Product settings saved.",
@@ -41,11 +42,13 @@ def apps_page(nav: Nav, apps: list[View]) -> HTMLResponse:
     rows = "".join(
         f"<tr><td><a href=\"/apps/{attr(a['slug'])}\">{escape(a['name'])}</a></td>"
         f"<td><code>{escape(a['slug'])}</code></td><td>{escape(a['type'])}</td>"
-        f"<td>{escape(a['payToStatus'])}</td><td>{escape(a['runtime']['status'])}</td></tr>"
+        f"<td>{escape(a['payToStatus'])}</td><td>{escape(a['portalListingStatus'])}</td>"
+        f"<td>{escape(a['runtime']['status'])}</td></tr>"
         for a in apps)
     table = ("<table><caption class=\"hint\">Your apps</caption><thead><tr><th scope=\"col\">"
              "Name</th><th scope=\"col\">Slug</th><th scope=\"col\">Type</th>"
-             "<th scope=\"col\">pay_to status</th><th scope=\"col\">Runtime</th></tr></thead>"
+             "<th scope=\"col\">pay_to status</th><th scope=\"col\">Listing</th>"
+             "<th scope=\"col\">Runtime</th></tr></thead>"
              f"<tbody>{rows}</tbody></table>") if apps else "<p>You have no apps yet.</p>"
     return page("Apps", f"<h1>Apps</h1>{table}<p><a href=\"/apps/new\">Create an app</a></p>",
                 nav=nav)
@@ -146,7 +149,8 @@ def _pay_to(nav: Nav, a: View, error_html: str, problem: Problem | None) -> str:
         f"<input id=\"payTo\" name=\"payTo\" type=\"text\" maxlength=\"42\" required "
         f"spellcheck=\"false\" value=\"{attr(value)}\" aria-describedby=\"pay-to-hint\">"
         "<span id=\"pay-to-hint\" class=\"hint\">Binding or changing pay_to starts a review "
-        "for portal backing and public listing (status testing).</span>"
+        "for portal backing and public listing (status testing, listing pending_review); "
+        "until it is approved the app has no public portal page.</span>"
         "<button type=\"submit\">Save pay_to</button></form></section>")
 
 

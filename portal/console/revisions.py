@@ -31,7 +31,7 @@ from portal.console.revision_views import (
 )
 
 PAGE_SIZE = 25
-READ = "config:read"  # what the API asks of a grant; a console session holds every scope
+READ = "apps:read"  # what the API asks of a grant; a console session holds every scope
 
 
 class RevisionPages:

@@ -176,7 +176,8 @@ def _create(client: DeveloperClient, wanted: dict[str, Any]) -> dict[str, Any]:
 
 
 def _review_note(changed: Iterable[str]) -> list[str]:
-    return (["payTo changed: the portal-backing and listing review starts again."]
+    return (["payTo changed: the portal-backing and listing review starts again (listing "
+             "pending_review: no public portal page until operators approve it)."]
             if "payTo" in changed else [])
 
 

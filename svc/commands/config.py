@@ -1,7 +1,9 @@
 """``svc config init|plan|apply|revisions|rollback``: the app as code (spec 2.9, 4.8, 4.10).
 
-The grant needs ``config:read`` (plan, revisions) and ``config:write`` (apply, rollback);
-``init`` reads the app with ``apps:read``. The file is ``--file``, else ``svc.config.json``
+The grant needs spec 5.3's scopes: ``apps:read`` (init, plan, revisions), and for apply and
+rollback also the write scope of each kind of change the plan makes (``apps:write``,
+``products:write``, ``webhooks:write``, ``runtime:write``); the service names the first one
+missing and the sign-in that adds it. The file is ``--file``, else ``svc.config.json``
 in the current directory; the app is the one the file names. Exit codes: 0 done (a plan was
 made, or applied, or there was nothing to apply); 1 not done (a conflict: plan again; or
 cancelled at the prompt); 2 the file or plan is wrong (not JSON, a secret in it, schema
@@ -54,14 +56,14 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
                                                                           required=True)
     config_init.register(commands, common, source)
     commands.add_parser("plan", parents=[common, source, mode],
-                        help="show what applying the file would change (needs config:read)"
+                        help="show what applying the file would change (needs apps:read)"
                         ).set_defaults(run=plan)
     commands.add_parser("apply", parents=[common, source, mode, confirm],
-                        help="plan, confirm, apply; records a revision (needs config:read, "
-                        "config:write)").set_defaults(run=apply)
+                        help="plan, confirm, apply; records a revision (needs apps:read and the "
+                        "write scope of each kind of change)").set_defaults(run=apply)
     revisions = commands.add_parser(
         "revisions", parents=[common, app_option()],
-        help="list the app's config revisions, or show one (needs config:read)")
+        help="list the app's config revisions, or show one (needs apps:read)")
     revisions.add_argument("revision", nargs="?", metavar="REVISION",
                            help="a zcfgrev_ id: show that revision's changes and config")
     revisions.add_argument("--limit", type=int, metavar="N",
@@ -72,7 +74,7 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
     rollback = commands.add_parser(
         "rollback", parents=[common, confirm],
         help="apply an earlier revision's config again, as a new revision (needs "
-        "config:read, config:write)")
+        "apps:read and the write scope of each kind of change)")
     rollback.add_argument("revision", metavar="REVISION", help="the zcfgrev_ id to go back to")
     rollback.set_defaults(run=roll_back)
 

@@ -24,7 +24,10 @@ from svc.grant_store import GrantStore
 from svc.output import Output
 from svc.project import PROJECT_FILE, api_url_from_environment, choose_app, read_project
 
-SIGN_IN = "svc auth browser --app {slug} --scopes apps:read,config:read,config:write"
+# What config plan/apply can need of a grant (spec 5.3's scopes): apps:read to plan, and the
+# write scope of each kind of change apply makes; keys:create is not among them.
+CONFIG_SCOPES = "apps:read,apps:write,products:write,webhooks:write,runtime:write"
+SIGN_IN = "svc auth browser --app {slug} --scopes " + CONFIG_SCOPES
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser],

@@ -30,8 +30,7 @@ CONFIG_FILE = "svc.config.json"
 ENV_FILE = ".env"
 GITIGNORE = "# Secrets and local stores never go to a repository (spec 1.4 item 8).\n" \
             ".env\n*.db\n__pycache__/\n"
-SCOPES = "apps:read,apps:write,products:write,webhooks:write,runtime:write,keys:create," \
-         "config:read,config:write"
+SCOPES = "apps:read,apps:write,products:write,webhooks:write,runtime:write,keys:create"
 
 
 def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],

@@ -364,10 +364,12 @@ def test_schema_and_rule_errors_name_their_json_paths(world: World, console: Api
         assert answer.status_code == 422, answer.text
 
 
-def test_cli_grants_need_the_config_scopes_for_their_own_app(world: World,
-                                                            description: dict[str, Any]) -> None:
-    reader = world.grant("game", ["config:read"])
-    writer = world.grant("game", ["config:read", "config:write"])
+def test_cli_grants_need_spec_scopes_for_their_own_app(world: World,
+                                                      description: dict[str, Any]) -> None:
+    """Each scope's part: tests/config/test_config_scopes.py."""
+    reader = world.grant("game", ["apps:read"])
+    writer = world.grant("game", ["apps:read", "apps:write", "products:write",
+                                  "webhooks:write", "runtime:write"])
     game = config("game")
     with world.api(reader) as client:
         api = Api(client, description)

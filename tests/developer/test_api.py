@@ -106,6 +106,7 @@ def test_grants_refuse_unknown_scopes_and_ttls(world: World) -> None:
     with world.api() as api:
         for body, code in (({"scopes": ["admin"]}, "invalid_scope"),
                            ({"scopes": ["settlement:run"]}, "invalid_scope"),
+                           ({"scopes": ["config:read"]}, "invalid_scope"),  # not spec 5.3's
                            ({"ttlSeconds": 10**9}, "invalid_ttl"),
                            ({"ttlSeconds": "2h"}, "invalid_field"),
                            ({"app": "Not A Slug"}, "invalid_app")):

@@ -30,7 +30,7 @@ from tests.svc.test_cli_groups import PAY_TO, ok, refused, run, signed_in
 # runtime origin may name; another loopback address stands for the developer's server.
 HOOK = "http://127.0.0.2:9/api/svc/webhook"
 ORIGIN = "http://127.0.0.2:9"
-CONFIG_SCOPES = "apps:read,config:read,config:write"
+CONFIG_SCOPES = "apps:read,apps:write,products:write,webhooks:write,runtime:write"
 PROMPT = b"[y/N] "
 SIGNING_SECRET = re.compile(r"zwhsec_[0-9A-Za-z]{16,}")
 
@@ -134,8 +134,7 @@ def test_init_without_an_app_writes_a_template(world: World) -> None:
 
 
 def test_init_from_an_existing_app_plans_as_unchanged(world: World) -> None:
-    signed_in(world, "apps:read,apps:write,products:write,webhooks:write,runtime:write,"
-              "config:read")
+    signed_in(world, CONFIG_SCOPES)
     ok(world, "app", "update", "--pay-to", PAY_TO, "--tags", "space,arcade",
        "--entry-url", "https://game.example.com/play")
     ok(world, "runtime", "configure", "--origin", ORIGIN, "--app-path", "/play")
@@ -321,7 +320,7 @@ def test_revisions_and_rollback(world: World) -> None:
 
 
 def test_apply_asks_on_a_terminal_and_refuses_without_one(world: World) -> None:
-    signed_in(world, "apps:read,products:write,config:read,config:write")
+    signed_in(world, CONFIG_SCOPES)
     write_config(world, game_config())
     refusal = run(world, "config", "apply")
     assert refusal.returncode == 2
@@ -396,10 +395,19 @@ def test_files_and_plans_that_cannot_be_applied(world: World) -> None:
                                                            "$.runtime.origin"}
     assert revision_count(world) == 0
 
-    signed_in(world, "config:read")
+    # The file changes products, the webhook and the runtime: a grant that may change only
+    # products is refused before anything is written, told the sign-in that adds the rest.
+    signed_in(world, "apps:read,products:write")
     write_config(world, game_config())
     scope = refused(world, "config", "apply", "--yes", exit_code=3)
-    assert scope["command"] == "svc auth browser --app game --scopes config:read,config:write"
+    assert scope["code"] == "developer_cli_scope_missing"
+    assert "lacks the scope 'apps:write'" in scope["message"]
+    assert scope["command"] == ("svc auth browser --app game --scopes "
+                                "apps:read,apps:write,products:write,webhooks:write,runtime:write")
+    assert revision_count(world) == 0
+    signed_in(world, "keys:create")
+    scope = refused(world, "config", "plan", exit_code=3)
+    assert scope["command"] == "svc auth browser --app game --scopes apps:read,keys:create"
 
 
 def test_legacy_configure_maps_svc_toml_and_warns(world: World) -> None:

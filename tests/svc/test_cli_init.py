@@ -26,7 +26,7 @@ def copied_sources() -> set[str]:
 
 
 def test_init_writes_the_reference_app_and_the_app_as_files(world: World) -> None:
-    signed_in(world, "apps:read,apps:write,webhooks:write,runtime:write,config:read")
+    signed_in(world, "apps:read,apps:write,webhooks:write,runtime:write")
     ok(world, "app", "update", "--pay-to", PAY_TO)
     ok(world, "runtime", "configure", "--origin", ORIGIN)
     secret = ok(world, "webhook", "upsert", "--url", HOOK)["secret"]
