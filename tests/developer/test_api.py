@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -239,6 +240,17 @@ def test_console_session_creates_app_and_notifies_operators(world: World) -> Non
      b'"priceAtomic": 1.5}', "invalid_amount"),
     ("POST", "/api/developer/apps/game/products", b'{"slug": "a", "name": "A", '
      b'"priceAtomic": "10", "riskMode": "yolo"}', "invalid_field"),
+    # Digits to str.isdigit, but not ours: "\u00b2" made int() fail (a 500), and the
+    # Arabic-Indic "\u0661\u0660\u0660\u0660\u0660" was stored as "10000".
+    *[("POST", "/api/developer/apps/game/products",
+       json.dumps({"slug": "a", "name": "A", **fields}, ensure_ascii=False).encode(),
+       "invalid_amount")
+      for digits in ("\u00b2", "\u0661\u0660\u0660\u0660\u0660")
+      for fields in ({"priceAtomic": digits},
+                     {"priceAtomic": "10", "pricing": "dynamic_order",
+                      "minAmountAtomic": digits, "maxAmountAtomic": "20"},
+                     {"priceAtomic": "10", "riskPolicy": {"trustedServerCharge": {
+                         "maxAmountAtomic": digits}}})],
     ("POST", "/api/developer/apps", b"x" * 70_000, "payload_too_large"),
 ])
 def test_bad_input_gets_the_envelope(world: World, method: str, path: str, body: bytes,
