@@ -492,6 +492,24 @@ def test_lookups_refuse_bad_ids(world: PayWorld) -> None:
         check(backend, cases)
 
 
+def test_a_receipt_answers_only_to_its_exact_charge_id(world: PayWorld) -> None:
+    """``int(x, 16)`` reads "_", spaces and upper case too: one charge had many ids."""
+    user = wallet(5)
+    summary = world.authorize(user, 100_000)["code"]
+    with world.api(origin=world.audience) as api:
+        paid = world.pay(api, user, "retry", world.payment_code(summary, "retry"), "r:1")
+    assert paid.status_code == 201, paid.text
+    charge = paid.json()["chargeId"]
+    digits = charge[2:].lstrip("0")
+    aliases = ["0x" + "0" * (62 - len(digits)) + "0_" + digits,  # 66 characters, as the id
+               "0x" + " " * (64 - len(digits)) + digits,
+               "0x+" + "0" * (63 - len(digits)) + digits, "0X" + charge[2:]]
+    with world.keyed() as backend:
+        assert backend.get(f"/api/receipts/{charge}").status_code == 200
+        check(backend, [Case(f"receipt of {alias!r}", (lambda a: lambda c: c.get(
+            f"/api/receipts/{a}"))(alias), 404, "not_found") for alias in aliases])
+
+
 def test_deeply_nested_json_is_a_400(world: PayWorld) -> None:
     nested = b"[" * 30_000 + b"]" * 30_000  # under 64 KB
     with world.keyed() as api:
