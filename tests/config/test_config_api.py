@@ -370,6 +370,56 @@ def test_schema_and_rule_errors_name_their_json_paths(world: World, console: Api
         assert answer.status_code == 422, answer.text
 
 
+def _trusted_cap(document: dict[str, Any], cap: Any) -> dict[str, Any]:
+    document["products"][1]["riskPolicy"]["trustedServerCharge"]["maxAmountAtomic"] = cap
+    return document
+
+
+def _skin(plan: dict[str, Any]) -> dict[str, Any]:
+    op: dict[str, Any] = next(o for o in plan["ops"] if o["key"] == "skin")
+    return op
+
+
+def test_a_numeric_trusted_charge_cap_plans_and_applies_as_its_string(
+        world: World, console: Api) -> None:
+    """Spec 2.3 types the cap "string/number or null", as the product API takes it."""
+    numeric = _trusted_cap(config(), 300000)
+    plan = console.plan(numeric)
+    assert plan["errors"] == []
+    assert {"field": "riskPolicy.trustedServerCharge.maxAmountAtomic", "before": None,
+            "after": "300000"} in _skin(plan)["changes"]
+    assert console.apply(numeric).status_code == 201
+    with world.sessions() as session:
+        skin = session.scalars(select(Product).where(Product.slug == "skin")).one()
+        assert skin.trusted_charge_max_atomic == 300_000
+    # The string and the number are one value: neither plans a change after the other.
+    assert _skin(console.plan(config()))["op"] == "unchanged"
+    assert _skin(console.plan(numeric))["op"] == "unchanged"
+    changed = console.plan(_trusted_cap(config(), 400000))
+    assert _skin(changed)["changes"] == [{
+        "field": "riskPolicy.trustedServerCharge.maxAmountAtomic", "before": "300000",
+        "after": "400000"}]
+    assert _skin(console.plan(_trusted_cap(config(), None)))["changes"][0]["after"] is None
+
+
+@pytest.mark.parametrize("cap", [True, 0, -1, 2**63, "0", "300000.0", {"v": 1}])
+def test_a_trusted_charge_cap_that_is_not_a_positive_whole_number_is_invalid(
+        console: Api, cap: Any) -> None:
+    answer = console.call("POST", f"{P}/plan", f"{P}/plan",
+                          {"config": _trusted_cap(config(), cap)}, valid_request=False)
+    assert answer.status_code == 422 and answer.json()["code"] == "config_invalid", cap
+    assert [e["path"] for e in answer.json()["errors"]] == [
+        "$.products[1].riskPolicy.trustedServerCharge.maxAmountAtomic"]
+
+
+@pytest.mark.parametrize("cap", [300000.0, 5e4])
+def test_a_trusted_charge_cap_is_never_read_from_a_float(console: Api, cap: float) -> None:
+    """JSON Schema counts 300000.0 as an integer; the product rules do not, as in the API."""
+    plan = console.plan(_trusted_cap(config(), cap))
+    assert [(e["path"], e["code"]) for e in plan["errors"]] == [
+        ("$.products[1].riskPolicy.trustedServerCharge.maxAmountAtomic", "invalid_amount")]
+
+
 def test_cli_grants_need_the_config_scopes_for_their_own_app(world: World,
                                                             description: dict[str, Any]) -> None:
     reader = world.grant("game", ["config:read"])
