@@ -33,7 +33,7 @@ def config(slug: str = "arcade", **overrides: Any) -> dict[str, Any]:
     document: dict[str, Any] = {
         "schemaVersion": "svc.config.v1", "environment": "test",
         "app": {"slug": slug, "name": "Arcade", "kind": "game", "payTo": PAY_TO,
-                "tags": ["arcade"], "distributionTargets": ["web"]},
+                "tags": ["arcade"], "distributionTargets": ["Web"]},
         "products": [
             {"slug": "retry", "name": "Retry", "priceAtomic": "10000"},
             {"slug": "skin", "sku": "skin-1", "name": "Skin", "priceAtomic": "250000",
@@ -135,7 +135,7 @@ def test_apply_from_an_empty_organization_creates_everything_and_again_changes_n
     with world.sessions() as session:
         app = session.scalar(select(App).where(App.slug == "arcade"))
         assert app is not None and app.organization_id == world.org_id
-        assert (app.pay_to, app.tags, app.distribution_targets) == (PAY_TO, ["arcade"], ["web"])
+        assert (app.pay_to, app.tags, app.distribution_targets) == (PAY_TO, ["arcade"], ["Web"])
         assert app.runtime_origin == "http://127.0.0.1:9"
         skin = session.scalar(select(Product).where(Product.app_id == app.id,
                                                     Product.slug == "skin"))
@@ -418,6 +418,38 @@ def test_a_trusted_charge_cap_is_never_read_from_a_float(console: Api, cap: floa
     plan = console.plan(_trusted_cap(config(), cap))
     assert [(e["path"], e["code"]) for e in plan["errors"]] == [
         ("$.products[1].riskPolicy.trustedServerCharge.maxAmountAtomic", "invalid_amount")]
+
+
+def test_app_entry_url_and_distribution_targets_follow_the_api_rules(
+        world: World, console: Api) -> None:
+    portal = world.router.settings.portal_url
+    cases: list[tuple[dict[str, Any], str, str]] = [
+            ({"entryUrl": "javascript:alert(1)"}, "$.app.entryUrl", "config_invalid"),
+            ({"distributionTargets": ["Nonsense"]}, "$.app.distributionTargets[0]",
+             "config_invalid"),
+            ({"distributionTargets": ["Web", "Web"]}, "$.app.distributionTargets",
+             "config_invalid")]
+    for fields, path, code in cases:
+        answer = console.call("POST", f"{P}/plan", f"{P}/plan",
+                              {"config": config(app={**config()["app"], **fields})},
+                              valid_request=False)
+        assert answer.status_code == 422 and answer.json()["code"] == code, answer.text
+        assert [e["path"] for e in answer.json()["errors"]] == [path]
+    # Shaped right, but not the developer's own public URL: a plan error, so no apply.
+    refused = config(app={**config()["app"], "entryUrl": f"{portal}/arcade"})
+    plan = console.plan(refused)
+    assert [(e["path"], e["code"]) for e in plan["errors"]] == [
+        ("$.app.entryUrl", "entry_url_invalid")]
+    assert console.call("POST", f"{P}/apply", f"{P}/apply", {
+        "config": refused, "baseRevision": None}).json()["code"] == "config_plan_errors"
+    wanted = config(app={**config()["app"], "entryUrl": "http://localhost:5173/play",
+                         "distributionTargets": ["Web", "Telegram Mini App", "Base"]})
+    assert console.apply(wanted).status_code == 201
+    with world.sessions() as session:
+        app = session.scalars(select(App).where(App.slug == "arcade")).one()
+        assert app.entry_url == "http://localhost:5173/play"
+        assert app.distribution_targets == ["Web", "Telegram Mini App", "Base"]
+    assert ops_of(console.plan(wanted))[("app", "arcade")]["op"] == "unchanged"
 
 
 def test_cli_grants_need_the_config_scopes_for_their_own_app(world: World,
