@@ -187,6 +187,24 @@ def check_runtime_origin(origin: str, policy: UrlPolicy) -> CheckedUrl:
     return checked
 
 
+def check_entry_url(url: str, policy: UrlPolicy, *, app_slug: str) -> CheckedUrl:
+    """An app's Entry URL (spec 2.2: "developer-owned public URL"), or ``UrlRefused`` (code
+    ``entry_url_invalid``). The service never fetches it, but the console and portal may
+    link to it, so it gets the text rules of a runtime origin: http(s) only, public and
+    https outside dev, never one of the service's hosts or another app's runtime host. The
+    app's own runtime host is its address once served, so it is accepted."""
+    code = "entry_url_invalid"
+    checked = _parse(url, code, policy)
+    apps = _apps_slug(checked.host, policy)
+    if apps is not None:
+        if apps != app_slug:
+            raise UrlRefused(code, "other_app_host",
+                             f"{checked.host} belongs to another app; use your own")
+        return _replace_slug(checked, apps)
+    _check_target(checked, code, policy)
+    return checked
+
+
 def resolve_checked(checked: CheckedUrl, policy: UrlPolicy,
                     resolver: Resolver) -> list[IPAddress]:
     """The addresses to connect to. Refused when any answer is not allowed: a name with one

@@ -9,11 +9,16 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from manifest.url_policy import UrlPolicy, UrlRefused, check_entry_url
 from payments.errors import ApiError
 from payments.models import AllowlistStatus, App, AppType, ListingStatus, PayToStatus
 from payments.slugs import check_slug, slugify
 
 _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+# Spec 2.2 names Web, PWA, a messaging-platform mini-app target, a social-platform mini-app
+# target and Base; the two mini-app targets are spelled as below (docs/decisions.md). Review
+# metadata only: none of them switches hosting on or off.
+DISTRIBUTION_TARGETS = ("Web", "PWA", "Telegram Mini App", "Farcaster Mini App", "Base")
 
 
 def check_pay_to(address: str) -> str:
@@ -21,6 +26,28 @@ def check_pay_to(address: str) -> str:
         raise ApiError("invalid_pay_to", 422, f"pay_to '{address}' is not a Base USDC address "
                        "(0x followed by 40 hex digits).")
     return address
+
+
+def check_entry_url_field(url: str, policy: UrlPolicy, app_slug: str) -> str:
+    """The Entry URL to store: blank (none), or an absolute URL the developer owns."""
+    if not url.strip():
+        return ""
+    try:
+        return check_entry_url(url, policy, app_slug=app_slug).url
+    except UrlRefused as exc:
+        raise ApiError(exc.code, 422, f"Entry URL refused: {exc.message}. It is your app's own "
+                       "public https:// address, or blank.", field="entryUrl",
+                       rule=exc.rule) from None
+
+
+def check_distribution_targets(targets: list[str]) -> list[str]:
+    unknown = [t for t in targets if t not in DISTRIBUTION_TARGETS]
+    if unknown or len(set(targets)) != len(targets):
+        raise ApiError("invalid_field", 422, "'distributionTargets' takes each of "
+                       f"{', '.join(DISTRIBUTION_TARGETS)} at most once"
+                       + (f"; not {unknown[0][:40]!r}." if unknown else "."),
+                       field="distributionTargets")
+    return targets
 
 
 def create_app_record(

@@ -8,6 +8,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from payments.digits import parse_digits
 from payments.errors import ApiError
 
 MAX_JSON_BYTES = 64 * 1024
@@ -18,8 +19,8 @@ async def read_json(request: Request, max_bytes: int = MAX_JSON_BYTES) -> dict[s
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise ApiError("unsupported_media_type", 415, "Send the body as application/json.")
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    declared = parse_digits(request.headers.get("content-length", ""), 20)
+    if declared is not None and declared > max_bytes:
         raise ApiError("payload_too_large", 413, f"The body is over {max_bytes} bytes.")
     body = bytearray()
     async for chunk in request.stream():
@@ -28,7 +29,7 @@ async def read_json(request: Request, max_bytes: int = MAX_JSON_BYTES) -> dict[s
             raise ApiError("payload_too_large", 413, f"The body is over {max_bytes} bytes.")
     try:
         value = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except ValueError:  # also a number of more than 4300 digits, which json.loads refuses
         raise ApiError("invalid_json", 400, "The body is not valid JSON.") from None
     if not isinstance(value, dict):
         raise ApiError("invalid_json", 400, "The body must be a JSON object.")
@@ -82,9 +83,10 @@ def page_size(raw: str | None, default: int = 50) -> int:
     """A list's ``limit`` query parameter: 1 to MAX_PAGE, ``default`` when absent."""
     if raw is None:
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_PAGE:
+    limit = parse_digits(raw, 3)
+    if limit is None or not 1 <= limit <= MAX_PAGE:
         raise ApiError("invalid_field", 422, f"'limit' must be 1 to {MAX_PAGE}.", field="limit")
-    return int(raw)
+    return limit
 
 
 def field_str_list(body: dict[str, Any], name: str, *, max_items: int = 50) -> list[str] | None:
@@ -113,11 +115,9 @@ def atomic_amount(value: Any, name: str) -> int:
     """An amount in atomic units: a non-negative integer string (or integer) on the wire."""
     if isinstance(value, bool):
         raise ApiError("invalid_amount", 422, f"'{name}' must be an integer string.", field=name)
-    if isinstance(value, int):
-        amount = value
-    elif isinstance(value, str) and value.isdigit() and len(value) <= 30:
-        amount = int(value)
-    else:
+    amount = value if isinstance(value, int) else (
+        parse_digits(value, 30) if isinstance(value, str) else None)
+    if amount is None:
         raise ApiError("invalid_amount", 422, f"'{name}' must be a whole number of atomic units "
                        "(e.g. \"10000\" for 0.01 USDC).", field=name)
     if amount < 0 or amount >= 2**63:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from enum import StrEnum
 
@@ -32,6 +33,9 @@ class IdPrefix(StrEnum):
     WEBHOOK_ATTEMPT = "zwha_"
 
 
+_CHARGE_ID = re.compile(r"0x[0-9a-f]{64}")
+
+
 def new_id(prefix: IdPrefix) -> str:
     """A prefixed id with 120 random bits, lower-case hex (safe in URLs and logs)."""
     return prefix.value + secrets.token_hex(15)
@@ -49,11 +53,12 @@ def charge_id(seq: int) -> str:
 
 
 def charge_seq(charge: str) -> int | None:
-    """The sequence number of a public charge id, or None if it is not one."""
-    if len(charge) != 66 or not charge.startswith("0x"):
+    """The sequence number of a public charge id, or None if it is not one.
+
+    Only the exact form :func:`charge_id` gives out: ``int(x, 16)`` alone also reads "_"
+    separators, spaces, "+" and upper case, so one charge would answer to many ids.
+    """
+    if _CHARGE_ID.fullmatch(charge) is None:
         return None
-    try:
-        seq = int(charge[2:], 16)
-    except ValueError:
-        return None
+    seq = int(charge[2:], 16)
     return seq if seq > 0 else None

@@ -214,8 +214,9 @@ def _apply_policy(product: ProductFields, policy: Any) -> None:
             setattr(product, attr, trusted[wire])
     if "maxAmountAtomic" in trusted:
         raw = trusted["maxAmountAtomic"]
-        product.trusted_charge_max_atomic = (None if raw is None
-                                             else atomic_amount(raw, "maxAmountAtomic"))
+        # Named in full: a bare "maxAmountAtomic" is the product's dynamic-order bound.
+        product.trusted_charge_max_atomic = (None if raw is None else atomic_amount(
+            raw, "riskPolicy.trustedServerCharge.maxAmountAtomic"))
 
 
 def _check_pricing(product: ProductFields) -> None:

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from payments.chain.in_process import InProcessChain
+from payments.digits import parse_digits
 from payments.errors import ApiError
 from payments.http import read_json
 from payments.ledger.authorizations import active_authorization, authorize_permit
@@ -48,11 +49,11 @@ def _query_address(request: Request, name: str) -> str:
 
 
 def _query_int(request: Request, name: str, low: int, high: int) -> int:
-    raw = request.query_params.get(name, "")
-    if not raw.isdigit() or len(raw) > 20 or not low <= int(raw) <= high:
+    number = parse_digits(request.query_params.get(name, ""), 20)
+    if number is None or not low <= number <= high:
         raise ApiError("invalid_field", 422, f"'{name}' must be a whole number from {low} to "
                        f"{high}.", field=name)
-    return int(raw)
+    return number
 
 
 class WalletApi:

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 
 from starlette.requests import Request
 
+from payments.digits import parse_digits
 from payments.errors import ApiError
 
 PAGE_TOKEN_TTL = timedelta(hours=2)
@@ -41,11 +42,11 @@ def check_page_token(request: Request, secret_key: str, portal_origin: str,
                      now: datetime) -> None:
     check_origin(request, portal_origin)
     token = request.headers.get(HEADER, "")
-    expiry, _, mac = token.partition(".")
-    if not expiry.isdigit() or len(expiry) > 12 or not hmac.compare_digest(
-            mac.encode(), _mac(secret_key, int(expiry)).encode()):
+    text, _, mac = token.partition(".")
+    expiry = parse_digits(text, 12)
+    if expiry is None or not hmac.compare_digest(mac.encode(), _mac(secret_key, expiry).encode()):
         raise ApiError("csrf_failed", 403, "This page expired; reload it and try again.")
-    if int(expiry) <= now.timestamp():
+    if expiry <= now.timestamp():
         raise ApiError("csrf_failed", 403, "This page expired; reload it and try again.")
 
 

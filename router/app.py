@@ -250,7 +250,8 @@ def ledger_config(settings: Settings) -> LedgerConfig:
 
 def _api_host(settings: Settings, resources: Resources, developer: DeveloperServices,
               runtime: RuntimeServices) -> Starlette:
-    api = DeveloperApi(developer, settings.runtime_url, accept_session=False)
+    api = DeveloperApi(developer, settings.runtime_url, accept_session=False,
+                       url_policy=UrlPolicy.from_settings(settings))
     config = ledger_config(settings)
     cors = Cors(origin_of(settings.portal_url), settings.apps_domain, settings.apps_scheme)
     return Starlette(routes=[
@@ -277,7 +278,8 @@ def _console_host(settings: Settings, developer: DeveloperServices,
                   runtime: RuntimeServices) -> Starlette:
     from portal.console.routes import console_routes
 
-    api = DeveloperApi(developer, settings.runtime_url, accept_session=True)
+    api = DeveloperApi(developer, settings.runtime_url, accept_session=True,
+                       url_policy=UrlPolicy.from_settings(settings))
     lookups = SessionLookups(developer, chain_params(settings))
     return Starlette(routes=[*console_routes(developer, settings.runtime_url), *api.routes(),
                              *RuntimeApi(runtime, accept_session=True).routes(),

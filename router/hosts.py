@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from payments.digits import is_digits
 from payments.slugs import is_valid_slug
 from router.settings import Settings
 
@@ -34,7 +35,7 @@ def strip_port(host: str) -> str:
     if host.startswith("["):
         return host.split("]", 1)[0] + "]"
     name, _, port = host.rpartition(":")
-    if name and port.isdigit():
+    if name and is_digits(port):
         host = name
     return host.rstrip(".")
 

@@ -49,6 +49,12 @@ def parse_atomic(text: str) -> int:
     return _bounded(int(raw), text)
 
 
+def is_atomic_text(text: str) -> bool:
+    """``text`` is an amount as the service writes one: ASCII digits only (``str.isdigit``
+    also says yes to "²", and ``int`` reads Arabic-Indic digits and "1_0")."""
+    return _ATOMIC.fullmatch(text) is not None
+
+
 def atomic_to_usd(atomic: int) -> str:
     """50000 -> ``"0.050000"``: always all 6 decimals, so the text is exact."""
     if atomic < 0:

@@ -47,6 +47,7 @@ from svc.backend_models import (
 from svc.client import DEFAULT_TIMEOUT, ServiceUnreachable
 from svc.loopback import AsyncLoopbackNames, LoopbackNames
 from svc.proofs import ProofError, verify_payment_proof
+from svc.trace import Traced
 
 __all__ = [
     "AnswerError", "AsyncBackendClient", "BackendClient", "BackendError", "Connection",
@@ -124,7 +125,8 @@ class BackendClient(_Backend):
                  max_retry_delay: float = 5.0) -> None:
         super().__init__(api_url, api_key, retries, max_retry_delay)
         self._http = httpx.Client(headers=self.headers, timeout=timeout,
-                                  transport=LoopbackNames(transport), follow_redirects=False)
+                                  transport=Traced(LoopbackNames(transport)),
+                                  follow_redirects=False)
 
     def __enter__(self) -> BackendClient:
         return self

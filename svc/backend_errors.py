@@ -94,7 +94,7 @@ def retry_after(response: httpx.Response) -> float | None:
     header = response.headers.get("retry-after")
     if header is not None:
         header = header.strip()
-        if header.isdigit():
+        if header.isascii() and header.isdigit():  # "²" is a digit to isdigit, not to float
             return float(header)
         try:
             when = email.utils.parsedate_to_datetime(header)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from svc.amounts import is_atomic_text
 from svc.handoff import client_safe
 from svc.proofs import ProofError, verify_payment_proof
 
@@ -42,10 +43,9 @@ def _atomic(data: Mapping[str, Any], name: str) -> int:
     value = data.get(name)
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise AnswerError(f"The service's answer has no amount {name!r}.")
-    try:
-        return int(value)
-    except ValueError:
-        raise AnswerError(f"{name!r} in the service's answer is not an integer.") from None
+    if isinstance(value, str) and not is_atomic_text(value):
+        raise AnswerError(f"{name!r} in the service's answer is not an integer.")
+    return int(value)
 
 
 def _opt_atomic(data: Mapping[str, Any], name: str) -> int | None:

@@ -8,6 +8,7 @@ or the grant expired, 5 service unreachable.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
 from svc import __version__
@@ -29,9 +30,12 @@ from svc.commands import (
 )
 from svc.errors import CliError, ExitCode, for_api_failure
 from svc.output import Output
+from svc.trace import tracing
 from svc.ttl import parse_ttl
 
 Command = Callable[[argparse.Namespace, Output], int]
+VERBOSE_HELP = ("print each HTTP request (method, URL, status, time) on stderr; never a "
+                "header, token or key")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.OK
     out = Output(args.json)
     try:
-        return int(command(args, out))
+        with tracing(sys.stderr if args.verbose else None):
+            return int(command(args, out))
     except CliError as error:
         failure = error
     except ApiFailure as answer:
@@ -65,9 +70,14 @@ def main(argv: list[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svc", description="Developer CLI for the service.")
     parser.add_argument("--version", action="version", version=f"svc {__version__}")
+    parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     groups = parser.add_subparsers(metavar="GROUP")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print JSON, one object a line")
+    # After the command too. SUPPRESS: a subcommand's own default would otherwise overwrite
+    # the True that a --verbose before the command put there.
+    common.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help=VERBOSE_HELP)
     common.add_argument("--api-url", metavar="URL",
                         help="the API origin (else SVC_API_URL, svc.toml api_url, the grant's)")
     _auth_commands(groups, common)

@@ -15,6 +15,7 @@ import httpx
 
 from svc import __version__
 from svc.loopback import LoopbackNames
+from svc.trace import Traced
 
 DEVELOPER = "/api/developer"
 DEFAULT_TIMEOUT = 15.0
@@ -53,7 +54,8 @@ class DeveloperClient:
         if token:
             headers["authorization"] = f"Bearer {token}"
         self._http = httpx.Client(headers=headers, timeout=timeout,
-                                  transport=LoopbackNames(transport), follow_redirects=False)
+                                  transport=Traced(LoopbackNames(transport)),
+                                  follow_redirects=False)
 
     def __enter__(self) -> DeveloperClient:
         return self

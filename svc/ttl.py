@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_PATTERN = re.compile(r"(\d{1,7})([smhd])")
+_PATTERN = re.compile(r"([0-9]{1,7})([smhd])")  # \d matches any script's digits
 
 
 def parse_ttl(text: str) -> int:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from svc.amounts import is_atomic_text
+
 DEFAULT_TOLERANCE = 300.0
 EVENT_TYPES = ("payment.delivered", "payment.settled", "delivery.created")
 _SIGNATURE_RE = re.compile(r"^sha256=[0-9a-f]{64}$")
@@ -198,7 +200,7 @@ def _opt(body: dict[str, Any], name: str) -> str | None:
 
 
 def _atomic(text: str, name: str) -> int:
-    if not text.isdigit():
+    if not is_atomic_text(text):
         raise WebhookVerificationError(f"'{name}' is not an integer string.")
     return int(text)
 

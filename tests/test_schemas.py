@@ -12,8 +12,10 @@ from jsonschema import Draft202012Validator
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.apps import DISTRIBUTION_TARGETS
 from payments.ledger.models import WebhookEvent
 from payments.schemas import (
+    CONFIG,
     MEDIA_TYPE,
     WEBHOOK_EVENT,
     is_date_time,
@@ -57,6 +59,22 @@ def test_schema_is_valid_2020_12() -> None:
         "queued", "settling", "settled", "failed"]
     assert set(props["delivery"]["required"]) == {"deliveryId", "idempotencyKey", "status",
                                                   "fulfilled"}
+
+
+def test_config_schema_holds_the_apis_app_rules() -> None:
+    """The published config schema and the API share the target set and the cap's types."""
+    schema = load_schema(CONFIG)
+    Draft202012Validator.check_schema(schema)
+    app = schema["properties"]["app"]["properties"]
+    assert tuple(app["distributionTargets"]["items"]["enum"]) == DISTRIBUTION_TARGETS
+    check = validator({**app["entryUrl"], "$schema": DIALECT})
+    assert check.is_valid("") and check.is_valid("https://game.example.com/play")
+    assert not check.is_valid("javascript:alert(1)") and not check.is_valid("game.example")
+    product = schema["properties"]["products"]["items"]["properties"]
+    cap = validator({**product["riskPolicy"]["properties"]["trustedServerCharge"][
+        "properties"]["maxAmountAtomic"], "$schema": DIALECT})
+    assert all(cap.is_valid(v) for v in ("50000", 50000, None, 2**63 - 1))
+    assert not any(cap.is_valid(v) for v in ("0", 0, -1, True, 2**63, "5e4", "50000.5"))
 
 
 def test_published_copy_names_its_address() -> None:

@@ -34,6 +34,7 @@ from payments.config.models import ConfigRevision
 from payments.config.plan import Context, Plan, make_plan
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.developer.grants import CONFIG_SCOPES
+from payments.digits import parse_digits
 from payments.errors import ApiError
 from payments.http import field_str, json_after_auth, page_size, required_str
 from payments.ids import IdPrefix
@@ -226,10 +227,11 @@ def _revision_number(raw: str | None) -> int | None:
     page before)."""
     if raw is None:
         return None
-    if not raw.isdigit() or not 1 <= int(raw) <= 2**31 - 1:
+    number = parse_digits(raw, 10)
+    if number is None or not 1 <= number <= 2**31 - 1:
         raise ApiError("invalid_field", 422, "'before' must be a revision number (the "
                        "nextBefore of the previous page).", field="before")
-    return int(raw)
+    return number
 
 
 def _read(body: dict[str, Any], *, need_base: bool) -> ConfigRequest:

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from manifest.url_policy import UrlPolicy, UrlRefused, check_runtime_origin, check_webhook_url
-from payments.apps import check_pay_to
+from payments.apps import check_distribution_targets, check_entry_url_field, check_pay_to
 from payments.config.document import Problem, json_path
 from payments.config.models import ConfigRevision
 from payments.developer.models import ApiKey
@@ -134,7 +134,7 @@ def make_plan(session: Session, app: App | None, document: dict[str, Any], mode:
     slug = declared_app["slug"]
     head = head_revision(session, app)
     plan = Plan(slug, mode, head.id if head else None)
-    plan.ops.append(_app_op(session, app, declared_app, plan))
+    plan.ops.append(_app_op(session, app, declared_app, context, plan))
     runtime_served = bool(app and app.runtime_served)
     if "runtime" in document:
         plan.ops.append(_runtime_op(app, document["runtime"], context, plan))
@@ -147,20 +147,27 @@ def make_plan(session: Session, app: App | None, document: dict[str, Any], mode:
     return plan
 
 
-def _app_op(session: Session, app: App | None, declared: dict[str, Any], plan: Plan) -> Op:
+def _app_op(session: Session, app: App | None, declared: dict[str, Any], context: Context,
+            plan: Plan) -> Op:
     wanted: dict[str, Any] = {}
     if "name" in declared:
         wanted["name"] = declared["name"].strip()
     if "kind" in declared:
         wanted["kind"] = declared["kind"]
-    for wire in ("entryUrl", "distributionTargets", "tags"):
+    if "tags" in declared:
+        wanted["tags"] = declared["tags"]
+    # The API's rules, each problem at its path (the schema has already judged the shape).
+    checks: dict[str, Callable[[Any], Any]] = {
+        "entryUrl": lambda url: check_entry_url_field(url, context.policy, declared["slug"]),
+        "distributionTargets": check_distribution_targets,
+        "payTo": check_pay_to,
+    }
+    for wire, check in checks.items():
         if wire in declared:
-            wanted[wire] = declared[wire]
-    if "payTo" in declared:
-        try:
-            wanted["payTo"] = check_pay_to(declared["payTo"])
-        except ApiError as error:
-            plan.errors.append(Problem("$.app.payTo", error.code, error.message))
+            try:
+                wanted[wire] = check(declared[wire])
+            except ApiError as error:
+                plan.errors.append(Problem(f"$.app.{wire}", error.code, error.message))
     if app is None:
         try:
             check_slug(declared["slug"])

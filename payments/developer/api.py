@@ -16,7 +16,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from payments.apps import set_pay_to
+from manifest.url_policy import UrlPolicy
+from payments.apps import check_distribution_targets, check_entry_url_field, set_pay_to
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal, credentials, run_as
@@ -46,10 +47,11 @@ def client_ip(request: Request) -> str:
 
 class DeveloperApi:
     def __init__(self, services: DeveloperServices, runtime_url: RuntimeUrl, *,
-                 accept_session: bool) -> None:
+                 accept_session: bool, url_policy: UrlPolicy) -> None:
         self.s = services
         self.runtime_url = runtime_url
         self.accept_session = accept_session
+        self.url_policy = url_policy  # the rules of an app's Entry URL
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], Any],
                   limit: Limit | None = None) -> Any:
@@ -169,13 +171,14 @@ class DeveloperApi:
             if "headline" in changes:
                 app.headline = changes["headline"]
             if "entryUrl" in changes:
-                app.entry_url = changes["entryUrl"]
+                app.entry_url = check_entry_url_field(changes["entryUrl"], self.url_policy,
+                                                      app.slug)
             if app_type is not None:
                 app.type = AppType(app_type)
             if tags is not None:
                 app.tags = [t.strip() for t in tags if t.strip()]
             if targets is not None:
-                app.distribution_targets = targets
+                app.distribution_targets = check_distribution_targets(targets)
             if pay_to is not None:
                 set_pay_to(app, pay_to)  # binding/changing pay_to restarts the review
             session.flush()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from payments.apps import DISTRIBUTION_TARGETS
 from payments.developer.grants import CLI_SCOPES
 
 GRANT: list[dict[str, list[str]]] = [{"cliGrant": []}, {"consoleSession": []}]
@@ -33,6 +34,9 @@ def _obj(**props: Any) -> dict[str, Any]:
 
 STR = {"type": "string"}
 STRS = {"type": "array", "items": STR}
+ENTRY_URL = {"type": "string", "description": "blank, or the app's own public https:// URL "
+             "(http://localhost in dev); else entry_url_invalid"}
+TARGETS = {"type": "array", "uniqueItems": True, "items": {"enum": list(DISTRIBUTION_TARGETS)}}
 APP_REF = {"name": "app", "in": "path", "required": True, "schema": STR,
            "description": "app id (zapp_...) or slug"}
 
@@ -58,9 +62,9 @@ def developer_paths() -> dict[str, Any]:
             "parameters": [APP_REF],
             "get": _op("One app.", scope="apps:read"),
             "patch": _op("Change an app; a new payTo moves payToStatus to testing.",
-                         scope="apps:write", body=_obj(name=STR, headline=STR, entryUrl=STR,
-                                                       type=STR, payTo=STR, tags=STRS,
-                                                       distributionTargets=STRS)),
+                         scope="apps:write", body=_obj(name=STR, headline=STR,
+                                                       entryUrl=ENTRY_URL, type=STR, payTo=STR,
+                                                       tags=STRS, distributionTargets=TARGETS)),
         },
         f"{p}/apps/{{app}}/products": {
             "parameters": [APP_REF],

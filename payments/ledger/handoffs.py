@@ -8,14 +8,37 @@ import hmac
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from payments.errors import ApiError
+from payments.http import field_str, required_str
+from payments.ledger.permits import ADDRESS_RE
 
 
 def merchant_user_hash(secret_key: str, app_id: str, merchant_user_id: str) -> str:
     """The stored form of ``merchantUserId``: an HMAC scoped to the app, never the raw id."""
     message = f"merchant-user:{app_id}:{merchant_user_id}".encode()
     return hmac.new(secret_key.encode(), message, hashlib.sha256).hexdigest()
+
+
+def merchant_user_id_of(body: dict[str, Any]) -> str:
+    """``merchantUserId``: a blank one is refused, since every player sent with it would
+    hash to the same user and share one connection (and its budget)."""
+    value = required_str(body, "merchantUserId", 200)
+    if not value.strip():
+        raise ApiError("invalid_field", 422, "'merchantUserId' must name the player's account "
+                       "in your app (a stable id, not blank).", field="merchantUserId")
+    return value
+
+
+def wallet_hint_of(body: dict[str, Any]) -> str | None:
+    """``walletHint``, optional: when given it is an address, since it is passed on in the
+    portal URL and shown to the player as the wallet the app expects."""
+    value = field_str(body, "walletHint", required=False, max_length=42)
+    if value is not None and not ADDRESS_RE.fullmatch(value):
+        raise ApiError("invalid_field", 422, "'walletHint' must be a wallet address (0x and 40 "
+                       "hex digits), or left out.", field="walletHint")
+    return value
 
 
 @dataclass(frozen=True)

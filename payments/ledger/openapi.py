@@ -353,11 +353,12 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
     "ReceiptLookup": _obj(["receipt"], receipt=ref("Receipt")),
     "HandoffRequest": _obj(
         ["appSlug", "merchantUserId", "returnUrl"], appSlug=_str(63),
-        merchantUserId=_str(200, description="stable developer-side account id; stored only "
-                                             "as an HMAC scoped to the app"),
+        merchantUserId=_str(200, pattern=r"\S", description="stable developer-side account "
+                            "id, not blank; stored only as an HMAC scoped to the app"),
         gameAccountLabel=_str(120, description="display name only"),
         emailHint=_str(254, description="accepted and checked, not stored or used"),
-        walletHint=_str(42, description="passed on to the portal URL"),
+        walletHint=_str(42, pattern="^0x[0-9a-fA-F]{40}$",
+                        description="an address; passed on to the portal URL"),
         returnUrl=_str(2048, description="one of the forms of spec 5.5")),
     "Connection": _obj(
         ["id", "status", "ownerWallet", "budgetRemaining", "boundAt"],

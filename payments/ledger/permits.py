@@ -15,6 +15,7 @@ from eth_account import Account
 from eth_account.messages import encode_defunct, encode_typed_data
 
 from payments.chain.params import ChainParams
+from payments.digits import parse_digits
 from payments.errors import ApiError
 
 ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
@@ -82,8 +83,8 @@ def parse_permit(body: Any) -> Permit:
     numbers: dict[str, int] = {}
     for name in ("value", "nonce", "deadline"):
         raw = body.get(name)
-        if isinstance(raw, str) and raw.isdigit():
-            raw = int(raw)
+        if isinstance(raw, str):
+            raw = parse_digits(raw, 78)  # uint256 has 78 digits; None is refused below
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw <= UINT256_MAX:
             raise ApiError("invalid_permit", 422, f"'permit.{name}' must be an unsigned "
                            "integer (a decimal string is fine).", field=f"permit.{name}")

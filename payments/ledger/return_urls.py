@@ -43,7 +43,8 @@ def check_return_url(url: str, *, slug: str, portal_url: str, runtime_url: str,
                            "domain); return to the hosted entry instead.")
         return ReturnTarget(url, origin, "runtime")
     local = parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1")
-    if local and parts.port is not None and parts.path.split("/")[1:2] == [slug]:
+    # A port must be named, and port 0 names no server: it cannot be listened on.
+    if local and parts.port and parts.path.split("/")[1:2] == [slug]:
         return ReturnTarget(url, origin, "local_dev")
     raise _refused(url)
 

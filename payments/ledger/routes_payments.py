@@ -20,7 +20,7 @@ from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import atomic_amount, field_str, json_after_auth, read_json, required_str
 from payments.ids import charge_id
-from payments.ledger import codes, idempotency
+from payments.ledger import codes, handoffs, idempotency
 from payments.ledger.authorizations import active_authorization, current_authorization, remaining
 from payments.ledger.charges import ChargeIntent, Recorded, record_charge
 from payments.ledger.config import LedgerConfig
@@ -317,11 +317,11 @@ class PaymentRoutes:
             api_key = authorized_key(session, secret, "connections:create", now)
             body = read_body()
             slug = required_str(body, "appSlug", 63)
-            merchant_user_id = required_str(body, "merchantUserId", 200)
+            merchant_user_id = handoffs.merchant_user_id_of(body)
             label = field_str(body, "gameAccountLabel", required=False, max_length=120,
                               default="")
             field_str(body, "emailHint", required=False, max_length=254)
-            wallet_hint = field_str(body, "walletHint", required=False, max_length=42)
+            wallet_hint = handoffs.wallet_hint_of(body)
             return_url = required_str(body, "returnUrl", 2048)
             app = require_app_access(api_key, app_by_slug(session, slug), "app")
             target = check_return_url(

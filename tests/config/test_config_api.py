@@ -33,7 +33,7 @@ def config(slug: str = "arcade", **overrides: Any) -> dict[str, Any]:
     document: dict[str, Any] = {
         "schemaVersion": "svc.config.v1", "environment": "test",
         "app": {"slug": slug, "name": "Arcade", "kind": "game", "payTo": PAY_TO,
-                "tags": ["arcade"], "distributionTargets": ["web"]},
+                "tags": ["arcade"], "distributionTargets": ["Web"]},
         "products": [
             {"slug": "retry", "name": "Retry", "priceAtomic": "10000"},
             {"slug": "skin", "sku": "skin-1", "name": "Skin", "priceAtomic": "250000",
@@ -135,7 +135,7 @@ def test_apply_from_an_empty_organization_creates_everything_and_again_changes_n
     with world.sessions() as session:
         app = session.scalar(select(App).where(App.slug == "arcade"))
         assert app is not None and app.organization_id == world.org_id
-        assert (app.pay_to, app.tags, app.distribution_targets) == (PAY_TO, ["arcade"], ["web"])
+        assert (app.pay_to, app.tags, app.distribution_targets) == (PAY_TO, ["arcade"], ["Web"])
         assert app.runtime_origin == "http://127.0.0.1:9"
         skin = session.scalar(select(Product).where(Product.app_id == app.id,
                                                     Product.slug == "skin"))
@@ -241,10 +241,16 @@ def test_rollback_applies_an_earlier_revision_as_a_new_one(world: World, console
     whole = console.call("GET", path, path, app="arcade").json()
     assert [r["number"] for r in whole["revisions"]] == [4, 3, 2, 1]
     assert whole["nextBefore"] is None
+    # "\u00b2" is a digit to str.isdigit() but not to int() (a 500 once); Arabic-Indic digits
+    # are read by int() but are not the wire's digits.
     for bad in ({"limit": "0"}, {"limit": "201"}, {"limit": "x"}, {"before": "0"},
-                {"before": "-1"}, {"before": "9" * 30}):
+                {"before": "-1"}, {"before": "9" * 30}, {"limit": "\u00b2"},
+                {"limit": "\u0661\u0660"}, {"before": "\u00b2"}, {"before": "\u0661"},
+                {"before": "1" * 5000}):
         refused = console.call("GET", path, path, valid_request=False, app="arcade", **bad)
-        assert refused.status_code == 422 and refused.json()["field"] == next(iter(bad))
+        assert refused.status_code == 422, (bad, refused.text)
+        assert refused.json()["code"] == "invalid_field"
+        assert refused.json()["field"] == next(iter(bad))
 
 
 def test_an_apply_against_an_old_revision_is_a_conflict_and_changes_nothing(
@@ -362,6 +368,88 @@ def test_schema_and_rule_errors_name_their_json_paths(world: World, console: Api
                  {"config": config()}):
         answer = console.client.post(f"{P}/apply", json=body)
         assert answer.status_code == 422, answer.text
+
+
+def _trusted_cap(document: dict[str, Any], cap: Any) -> dict[str, Any]:
+    document["products"][1]["riskPolicy"]["trustedServerCharge"]["maxAmountAtomic"] = cap
+    return document
+
+
+def _skin(plan: dict[str, Any]) -> dict[str, Any]:
+    op: dict[str, Any] = next(o for o in plan["ops"] if o["key"] == "skin")
+    return op
+
+
+def test_a_numeric_trusted_charge_cap_plans_and_applies_as_its_string(
+        world: World, console: Api) -> None:
+    """Spec 2.3 types the cap "string/number or null", as the product API takes it."""
+    numeric = _trusted_cap(config(), 300000)
+    plan = console.plan(numeric)
+    assert plan["errors"] == []
+    assert {"field": "riskPolicy.trustedServerCharge.maxAmountAtomic", "before": None,
+            "after": "300000"} in _skin(plan)["changes"]
+    assert console.apply(numeric).status_code == 201
+    with world.sessions() as session:
+        skin = session.scalars(select(Product).where(Product.slug == "skin")).one()
+        assert skin.trusted_charge_max_atomic == 300_000
+    # The string and the number are one value: neither plans a change after the other.
+    assert _skin(console.plan(config()))["op"] == "unchanged"
+    assert _skin(console.plan(numeric))["op"] == "unchanged"
+    changed = console.plan(_trusted_cap(config(), 400000))
+    assert _skin(changed)["changes"] == [{
+        "field": "riskPolicy.trustedServerCharge.maxAmountAtomic", "before": "300000",
+        "after": "400000"}]
+    assert _skin(console.plan(_trusted_cap(config(), None)))["changes"][0]["after"] is None
+
+
+@pytest.mark.parametrize("cap", [True, 0, -1, 2**63, "0", "300000.0", {"v": 1}])
+def test_a_trusted_charge_cap_that_is_not_a_positive_whole_number_is_invalid(
+        console: Api, cap: Any) -> None:
+    answer = console.call("POST", f"{P}/plan", f"{P}/plan",
+                          {"config": _trusted_cap(config(), cap)}, valid_request=False)
+    assert answer.status_code == 422 and answer.json()["code"] == "config_invalid", cap
+    assert [e["path"] for e in answer.json()["errors"]] == [
+        "$.products[1].riskPolicy.trustedServerCharge.maxAmountAtomic"]
+
+
+@pytest.mark.parametrize("cap", [300000.0, 5e4])
+def test_a_trusted_charge_cap_is_never_read_from_a_float(console: Api, cap: float) -> None:
+    """JSON Schema counts 300000.0 as an integer; the product rules do not, as in the API."""
+    plan = console.plan(_trusted_cap(config(), cap))
+    assert [(e["path"], e["code"]) for e in plan["errors"]] == [
+        ("$.products[1].riskPolicy.trustedServerCharge.maxAmountAtomic", "invalid_amount")]
+
+
+def test_app_entry_url_and_distribution_targets_follow_the_api_rules(
+        world: World, console: Api) -> None:
+    portal = world.router.settings.portal_url
+    cases: list[tuple[dict[str, Any], str, str]] = [
+            ({"entryUrl": "javascript:alert(1)"}, "$.app.entryUrl", "config_invalid"),
+            ({"distributionTargets": ["Nonsense"]}, "$.app.distributionTargets[0]",
+             "config_invalid"),
+            ({"distributionTargets": ["Web", "Web"]}, "$.app.distributionTargets",
+             "config_invalid")]
+    for fields, path, code in cases:
+        answer = console.call("POST", f"{P}/plan", f"{P}/plan",
+                              {"config": config(app={**config()["app"], **fields})},
+                              valid_request=False)
+        assert answer.status_code == 422 and answer.json()["code"] == code, answer.text
+        assert [e["path"] for e in answer.json()["errors"]] == [path]
+    # Shaped right, but not the developer's own public URL: a plan error, so no apply.
+    refused = config(app={**config()["app"], "entryUrl": f"{portal}/arcade"})
+    plan = console.plan(refused)
+    assert [(e["path"], e["code"]) for e in plan["errors"]] == [
+        ("$.app.entryUrl", "entry_url_invalid")]
+    assert console.call("POST", f"{P}/apply", f"{P}/apply", {
+        "config": refused, "baseRevision": None}).json()["code"] == "config_plan_errors"
+    wanted = config(app={**config()["app"], "entryUrl": "http://localhost:5173/play",
+                         "distributionTargets": ["Web", "Telegram Mini App", "Base"]})
+    assert console.apply(wanted).status_code == 201
+    with world.sessions() as session:
+        app = session.scalars(select(App).where(App.slug == "arcade")).one()
+        assert app.entry_url == "http://localhost:5173/play"
+        assert app.distribution_targets == ["Web", "Telegram Mini App", "Base"]
+    assert ops_of(console.plan(wanted))[("app", "arcade")]["op"] == "unchanged"
 
 
 def test_cli_grants_need_spec_scopes_for_their_own_app(world: World,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -240,6 +242,17 @@ def test_console_session_creates_app_and_notifies_operators(world: World) -> Non
      b'"priceAtomic": 1.5}', "invalid_amount"),
     ("POST", "/api/developer/apps/game/products", b'{"slug": "a", "name": "A", '
      b'"priceAtomic": "10", "riskMode": "yolo"}', "invalid_field"),
+    # Digits to str.isdigit, but not ours: "\u00b2" made int() fail (a 500), and the
+    # Arabic-Indic "\u0661\u0660\u0660\u0660\u0660" was stored as "10000".
+    *[("POST", "/api/developer/apps/game/products",
+       json.dumps({"slug": "a", "name": "A", **fields}, ensure_ascii=False).encode(),
+       "invalid_amount")
+      for digits in ("\u00b2", "\u0661\u0660\u0660\u0660\u0660")
+      for fields in ({"priceAtomic": digits},
+                     {"priceAtomic": "10", "pricing": "dynamic_order",
+                      "minAmountAtomic": digits, "maxAmountAtomic": "20"},
+                     {"priceAtomic": "10", "riskPolicy": {"trustedServerCharge": {
+                         "maxAmountAtomic": digits}}})],
     ("POST", "/api/developer/apps", b"x" * 70_000, "payload_too_large"),
 ])
 def test_bad_input_gets_the_envelope(world: World, method: str, path: str, body: bytes,
@@ -249,6 +262,44 @@ def test_bad_input_gets_the_envelope(world: World, method: str, path: str, body:
                                    headers={"content-type": "application/json"})
     assert 400 <= response.status_code < 500, response.text
     assert response.json()["code"] == code
+
+
+def test_entry_url_and_distribution_targets_are_checked(world: World) -> None:
+    """Spec 2.2: the Entry URL is the developer's own public URL (blank if none), and the
+    distribution targets are a fixed set; anything else was once stored as given."""
+    path = "/api/developer/apps/game"
+    port = world.router.port
+    refused: list[tuple[dict[str, Any], str, str]] = [
+        ({"entryUrl": "javascript:alert(1)"}, "entry_url_invalid", "entryUrl"),
+        ({"entryUrl": "game.example.com/play"}, "entry_url_invalid", "entryUrl"),
+        ({"entryUrl": f"http://portal.localhost:{port}/game"}, "entry_url_invalid",
+         "entryUrl"),
+        ({"entryUrl": "http://other.apps.localhost/"}, "entry_url_invalid", "entryUrl"),
+        ({"entryUrl": "http://169.254.169.254/"}, "entry_url_invalid", "entryUrl"),
+        ({"distributionTargets": ["Nonsense", "<b>"]}, "invalid_field", "distributionTargets"),
+        ({"distributionTargets": ["web"]}, "invalid_field", "distributionTargets"),
+        ({"distributionTargets": ["Web", "Web"]}, "invalid_field", "distributionTargets"),
+    ]
+    with world.console() as console:
+        for body, code, field in refused:
+            answer = console.patch(path, json={"name": "Renamed", **body})
+            assert answer.status_code == 422, (body, answer.text)
+            assert (answer.json()["code"], answer.json()["field"]) == (code, field), body
+        app = console.get(path).json()["app"]
+        assert (app["name"], app["entryUrl"], app["distributionTargets"]) == ("Game", "", [])
+        targets = ["Web", "PWA", "Telegram Mini App", "Farcaster Mini App", "Base"]
+        changed = console.patch(path, json={"entryUrl": " http://localhost:5173/game ",
+                                            "distributionTargets": targets})
+        assert changed.status_code == 200, changed.text
+        app = changed.json()["app"]
+        assert (app["entryUrl"], app["distributionTargets"]) == (
+            "http://localhost:5173/game", targets)
+        # its own runtime host is the app's address once served; blank clears it
+        own = console.patch(path, json={"entryUrl": "http://game.apps.localhost/play"})
+        assert own.json()["app"]["entryUrl"] == "http://game.apps.localhost/play"
+        cleared = console.patch(path, json={"entryUrl": "", "distributionTargets": []})
+        assert (cleared.json()["app"]["entryUrl"], cleared.json()["app"]["distributionTargets"]
+                ) == ("", [])
 
 
 def test_wrong_content_type_and_no_auth(world: World) -> None:

@@ -31,6 +31,10 @@ from tests.support.router import RouterFactory
 
 Send = Callable[[httpx.Client], httpx.Response]
 OVER_64_KB = 64 * 1024 + 100
+# Digits to str.isdigit() but not numbers on our wire: int() refuses the first (that was a
+# 500) and reads the second as 10000 (that was silently accepted).
+SUPERSCRIPT_TWO = "\u00b2"
+ARABIC_INDIC_10000 = "\u0661\u0660\u0660\u0660\u0660"
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,9 @@ def body_cases(path: str, **headers: str) -> list[Case]:
         Case(f"{path} string", post_raw(path, b'"hello"', **headers), 400, "invalid_json"),
         Case(f"{path} null", post_raw(path, b"null", **headers), 400, "invalid_json"),
         Case(f"{path} NaN", post_raw(path, b'{"a": NaN', **headers), 400, "invalid_json"),
+        # valid JSON, but json.loads refuses integers of more than 4300 digits (a 500 once)
+        Case(f"{path} 5000-digit number", post_raw(path, b'{"a": ' + b"9" * 5000 + b"}",
+                                                   **headers), 400, "invalid_json"),
         Case(f"{path} > 64 KB", post_raw(path, padded, **headers), 413, "payload_too_large"),
         Case(f"{path} > 64 KB chunked", post_raw(path, chunked(OVER_64_KB), **headers), 413,
              "payload_too_large"),
@@ -256,6 +263,9 @@ def test_return_code_refuses_bad_input(world: PayWorld) -> None:
               for name, bad in [("value", -1), ("value", "-1"), ("value", 1.5), ("value", "1.5"),
                                 ("value", "1e6"), ("value", True), ("value", None),
                                 ("value", "0x10"), ("nonce", -1), ("deadline", "soon"),
+                                ("value", SUPERSCRIPT_TWO), ("value", ARABIC_INDIC_10000),
+                                ("nonce", SUPERSCRIPT_TWO), ("deadline", ARABIC_INDIC_10000),
+                                ("value", "1" * 5000), ("value", " 50000"), ("value", "5_0000"),
                                 ("value", 2**256), ("signature", "0x00"),
                                 ("signature", 5), ("signature", "0x" + "z" * 130)]]
     cases += [
@@ -404,7 +414,8 @@ def test_orders_refuse_bad_input(world: PayWorld) -> None:
                              "amountAtomic": "20000"}
     bad_amounts: tuple[Any, ...] = (
         -5, "-5", 1.5, "1.5", 20000.0, "20000.0", "1e6", "abc", "", " 20000", True, [],
-        {"v": 1}, 2**70, "9" * 40, 0, "0", 9_999, 10_000_001)
+        {"v": 1}, 2**70, "9" * 40, 0, "0", 9_999, 10_000_001, SUPERSCRIPT_TWO,
+        ARABIC_INDIC_10000, "2_0000", "+20000")
     cases = body_cases(path) + wrong_types(path, valid, ["productId", "developerUserId"])
     cases += [Case(f"amountAtomic={bad!r}", post_json(path, {**valid, "amountAtomic": bad}), 422,
                    "invalid_amount")
@@ -479,6 +490,24 @@ def test_lookups_refuse_bad_ids(world: PayWorld) -> None:
         "/api/receipts/0x" + "0" * 48 + "8" + "0" * 15, "/api/receipts/-0x1")]
     with world.keyed() as backend:
         check(backend, cases)
+
+
+def test_a_receipt_answers_only_to_its_exact_charge_id(world: PayWorld) -> None:
+    """``int(x, 16)`` reads "_", spaces and upper case too: one charge had many ids."""
+    user = wallet(5)
+    summary = world.authorize(user, 100_000)["code"]
+    with world.api(origin=world.audience) as api:
+        paid = world.pay(api, user, "retry", world.payment_code(summary, "retry"), "r:1")
+    assert paid.status_code == 201, paid.text
+    charge = paid.json()["chargeId"]
+    digits = charge[2:].lstrip("0")
+    aliases = ["0x" + "0" * (62 - len(digits)) + "0_" + digits,  # 66 characters, as the id
+               "0x" + " " * (64 - len(digits)) + digits,
+               "0x+" + "0" * (63 - len(digits)) + digits, "0X" + charge[2:]]
+    with world.keyed() as backend:
+        assert backend.get(f"/api/receipts/{charge}").status_code == 200
+        check(backend, [Case(f"receipt of {alias!r}", (lambda a: lambda c: c.get(
+            f"/api/receipts/{a}"))(alias), 404, "not_found") for alias in aliases])
 
 
 def test_deeply_nested_json_is_a_400(world: PayWorld) -> None:

@@ -120,6 +120,36 @@ def test_spent_budget_needs_budget_and_renewal_keeps_the_connection(world: PayWo
     assert again["connection"]["budgetRemaining"] == "40000"
 
 
+@pytest.mark.parametrize(("field", "value", "code"), [
+    # Every blank id hashes alike: those players would all share one connection.
+    ("merchantUserId", "", "invalid_field"),
+    ("merchantUserId", "   ", "invalid_field"),
+    # Copied into portalUrl and shown to the player as the wallet the app expects.
+    ("walletHint", "<script>", "invalid_field"),
+    ("walletHint", "", "invalid_field"),
+    ("walletHint", "0x" + "g" * 40, "invalid_field"),
+    ("walletHint", "0x" + "ab" * 19, "invalid_field"),
+    ("walletHint", "0x" + "ab" * 20 + "\n", "invalid_field"),
+    # Port 0 names no server.
+    ("returnUrl", "http://localhost:0/game/return", "return_url_not_allowed"),
+    ("returnUrl", "http://127.0.0.1:0/game/return", "return_url_not_allowed"),
+])
+def test_meaningless_input_is_refused(world: PayWorld, field: str, value: str,
+                                      code: str) -> None:
+    refused = start_handoff(world, MERCHANT_USER, **{field: value})
+    assert refused.status_code == 422, refused.text
+    body = refused.json()
+    assert body["code"] == code and body["message"]
+    if code == "invalid_field":
+        assert body["field"] == field
+
+
+def test_a_local_return_url_with_a_real_port_is_accepted(world: PayWorld) -> None:
+    started = handoff(world, returnUrl="http://localhost:1/game/return")
+    query = parse_qs(urlsplit(started["handoff"]["portalUrl"]).query)
+    assert query["return"] == ["http://localhost:1/game/return"]
+
+
 def test_merchant_user_id_is_never_stored_raw(world: PayWorld) -> None:
     user = wallet(1)
     first = handoff(world)

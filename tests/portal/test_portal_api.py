@@ -79,6 +79,9 @@ def test_writes_need_the_portal_origin_a_token_and_json(portal: Portal) -> None:
     with client(portal, origin=portal.url) as c:  # a token that is not even ASCII
         response = c.post(path, json=body, headers=[(b"x-csrf-token", b"1.\xe9")])
         assert response.status_code == 403
+        # Latin-1 0xB2 is "\u00b2": a digit to str.isdigit(), a ValueError to int() (a 500 once)
+        response = c.post(path, json=body, headers=[(b"x-csrf-token", b"\xb2.x")])
+        assert (response.status_code, response.json()["code"]) == (403, "csrf_failed")
     with writer(portal) as c:
         assert c.post(path, content=b"address=1",
                       headers={"content-type": "application/x-www-form-urlencoded"}
@@ -167,11 +170,17 @@ def test_permit_to_sign_and_the_next_nonce(portal: Portal) -> None:
     assert typed["domain"]["verifyingContract"] == PARAMS.token
     assert typed["message"] == {"owner": owner.address.lower(), "spender": PARAMS.spender,
                                 "value": "5000000", "nonce": "0", "deadline": str(deadline)}
+    # "\u00b2" is a digit to str.isdigit() but not to int() (a 500 once); the Arabic-Indic
+    # "\u0661\u0660\u0660\u0660\u0660" was read as 10000.
     for bad in ({"owner": "0x12"}, {"value": "-1"}, {"value": "1e6"},
-                {"value": str(10**16)}, {"deadline": "12"}, {"deadline": str(deadline * 10)}):
+                {"value": str(10**16)}, {"deadline": "12"}, {"deadline": str(deadline * 10)},
+                {"value": "\u00b2"}, {"value": "\u0661\u0660\u0660\u0660\u0660"},
+                {"deadline": "\u00b2"}, {"value": " 5000000"}):
         response = permit(**bad)
         assert response.status_code == 422, bad
         assert set(response.json()) >= {"code", "message"}
+        assert response.json()["code"] == ("invalid_address" if "owner" in bad
+                                           else "invalid_field"), bad
     # the token's nonce only moves when a permit is relayed: the ledger's record counts too
     portal.world.authorize(owner, 5_000_000, nonce=0)
     assert permit().json()["typedData"]["message"]["nonce"] == "1"

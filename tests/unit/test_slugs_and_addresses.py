@@ -50,6 +50,10 @@ def test_charge_id_is_the_contracts_bytes32_of_the_sequence() -> None:
     assert bytes.fromhex(charge_id(77)[2:]) == chain_charge_id(77)
     for bad in ("0x1", "0x" + "g" * 64, "1" * 66, "0x" + "0" * 64):
         assert charge_seq(bad) is None
+    # Aliases int(x, 16) would read as charge 1 (or 10): not the id the service gave out.
+    for alias in ("0x" + "0" * 59 + "0_0_1", "0x" + " " * 63 + "1", "0x+" + "0" * 62 + "1",
+                  "0x" + "0" * 63 + "A", "0X" + "0" * 63 + "1", "0x" + "0" * 63 + "1\n"):
+        assert charge_seq(alias) is None, alias
     with pytest.raises(ValueError, match="positive"):
         charge_id(0)
 

@@ -15,6 +15,7 @@ from manifest.url_policy import (
     CheckedUrl,
     UrlPolicy,
     UrlRefused,
+    check_entry_url,
     check_runtime_origin,
     check_webhook_url,
     resolve_checked,
@@ -213,3 +214,32 @@ def test_runtime_origins_accepted() -> None:
     assert check_runtime_origin("http://localhost:5173", DEV).host == "localhost"
     with pytest.raises(UrlRefused):
         check_runtime_origin("http://127.0.0.1:5173", PROD)
+
+
+@pytest.mark.parametrize(("url", "rule"), [
+    ("javascript:alert(1)", "https_required"),
+    ("data:text/html,hi", "https_required"),
+    ("game.example.com/play", "https_required"),  # not absolute
+    ("//game.example.com/play", "https_required"),
+    ("http://game.example.com/play", "https_required"),  # http only in dev, and local
+    ("https://user:pw@game.example.com/", "userinfo"),
+    ("https://localhost:5173/space-game", "internal_name"),
+    ("https://10.0.0.8/", "private_address"),
+    ("https://portal.pay.example.com/space-game", "service_host"),
+    ("https://other.apps.pay.example.com/", "other_app_host"),
+    ("https://game.example.com/a b", "malformed"),
+])
+def test_entry_urls_are_the_developers_own_public_https(url: str, rule: str) -> None:
+    with pytest.raises(UrlRefused) as refused:
+        check_entry_url(url, PROD, app_slug="space-game")
+    assert (refused.value.code, refused.value.rule) == ("entry_url_invalid", rule)
+
+
+def test_entry_urls_accepted() -> None:
+    for url in ("https://game.example.com/play?from=portal", "https://space-game.apps.pay."
+                "example.com/", " https://game.example.com "):
+        assert check_entry_url(url, PROD, app_slug="space-game").url == url.strip()
+    # dev: the developer's own machine, over plain http
+    assert check_entry_url("http://localhost:5173/play", DEV, app_slug="space-game").port == 5173
+    with pytest.raises(UrlRefused):
+        check_entry_url("http://game.example.com/", DEV, app_slug="space-game")

@@ -272,6 +272,11 @@ def test_bad_input_and_rate_limit(world: PayWorld, hook: FaultyReceiver,
     assert code(writer.patch(f"{APPS}/webhooks/zwh_nope", json={})) == (404, "webhook_not_found")
     assert code(writer.get(f"{APPS}/webhook-attempts?status=lost")) == (422, "invalid_field")
     assert code(writer.get(f"{APPS}/webhook-attempts?limit=0")) == (422, "invalid_field")
+    # "\u00b2" is a digit to str.isdigit() but not to int() (a 500 once); Arabic-Indic
+    # digits are read by int() but are not the wire's digits.
+    for limit in ("\u00b2", "\u0661\u0660", "1" * 5000):
+        assert code(writer.get(f"{APPS}/webhook-attempts", params={"limit": limit})) == (
+            422, "invalid_field"), limit
     assert code(writer.get(f"{APPS}/webhook-attempts?before=yesterday")) == (
         422, "invalid_field")
     assert code(writer.post(f"{APPS}/webhook-attempts/zevt_nope/retry")) == (
