@@ -24,11 +24,11 @@ PAYMENT_SUBMITTED_PATH = "/api/svc/payment-submitted"
 MAX_PATH_LENGTH = 512
 MAX_SHOWN = 200  # characters of a seen value kept in a report
 
-_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 # A concrete path: starts with one "/", no query, fragment, backslash, whitespace or
 # control character, no dot segments. "//host" would be a protocol-relative URL: an open
 # redirect for a full-page authorization return.
-_PATH = re.compile(r"^/(?!/)[^?#\\\s\x00-\x1f\x7f]*$")
+_PATH = re.compile(r"^/(?!/)[^?#\\\s\x00-\x1f\x7f]*\Z")
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,9 +45,9 @@ _INTERNAL_SUFFIXES = (
     "home", "private", "test", "invalid", "example", "onion", "arpa",
 )
 _LOOPBACK_NAMES = ("localhost",)
-_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)\Z")
 # A label some resolvers read as a number: decimal, octal (leading 0) or 0x-hex.
-_NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)$")
+_NUMERIC_LABEL = re.compile(r"^(0x[0-9a-f]*|[0-9]+)\Z")
 
 
 class UrlRefused(ValueError):

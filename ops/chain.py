@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from payments.chain.batching import BatchPolicy
     from payments.chain.json_rpc import JsonRpcChain
 
-_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 
 
 class OpsError(Exception):

@@ -14,7 +14,7 @@ from payments.errors import ApiError
 from payments.models import AllowlistStatus, App, AppType, ListingStatus, PayToStatus
 from payments.slugs import check_slug, slugify
 
-_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 # Spec 2.2 names Web, PWA, a messaging-platform mini-app target, a social-platform mini-app
 # target and Base; the two mini-app targets are spelled as below (docs/decisions.md). Review
 # metadata only: none of them switches hosting on or off.

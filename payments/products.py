@@ -14,7 +14,7 @@ from payments.errors import ApiError
 from payments.http import atomic_amount
 from payments.models import App, Pricing, Product, ProductStatus, RiskMode
 
-_PRODUCT_SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+_PRODUCT_SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ RESERVED_SLUGS = frozenset({
 
 # A slug is one DNS label (it becomes `<slug>.{apps_domain}`): 63 characters at most.
 MAX_SLUG_LENGTH = 63
-_SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+_SLUG_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 
 
 def slugify(name: str) -> str:

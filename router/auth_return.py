@@ -19,7 +19,7 @@ from router.pages import STYLE, csp_hash, gateway_page
 
 MESSAGE_TYPE = "svc:auth-return"
 STORAGE_PREFIX = "svc:auth-summary:"
-_CODE_RE = re.compile(r"^[A-Za-z0-9._~-]{8,1024}$")
+_CODE_RE = re.compile(r"^[A-Za-z0-9._~-]{8,1024}\Z")
 
 SCRIPT = """(function () {
   var data = JSON.parse(document.getElementById("svc-data").textContent);

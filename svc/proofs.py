@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 SCHEME = "svc.proof.v1"
-_SIGNATURE_RE = re.compile(r"^sha256=[0-9a-f]{64}$")
+_SIGNATURE_RE = re.compile(r"^sha256=[0-9a-f]{64}\Z")
 
 
 class ProofError(ValueError):

@@ -30,7 +30,7 @@ from svc.amounts import is_atomic_text
 
 DEFAULT_TOLERANCE = 300.0
 EVENT_TYPES = ("payment.delivered", "payment.settled", "delivery.created")
-_SIGNATURE_RE = re.compile(r"^sha256=[0-9a-f]{64}$")
+_SIGNATURE_RE = re.compile(r"^sha256=[0-9a-f]{64}\Z")
 
 
 class WebhookVerificationError(ValueError):

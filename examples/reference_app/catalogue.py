@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-_PRODUCT_ID = re.compile(r"^zprod_[A-Za-z0-9]{4,64}$")
+_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
+_PRODUCT_ID = re.compile(r"^zprod_[A-Za-z0-9]{4,64}\Z")
 
 
 class CatalogueError(ValueError):

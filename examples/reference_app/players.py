@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 
 SESSION_SECONDS = 7 * 24 * 3600
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._-]{0,39}\Z")
 
 
 class SessionError(ValueError):

@@ -25,11 +25,11 @@ from svc.service_urls import (
 )
 
 DEFAULT_DATABASE_URL = "sqlite:///reference-app.db"
-_APP_ID = re.compile(r"^zapp_[A-Za-z0-9]{4,64}$")
-_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
-_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
-_SECRET = re.compile(r"^zwhsec_[A-Za-z0-9_-]{16,200}$")
-_API_KEY = re.compile(r"^zpk_[A-Za-z0-9_-]{16,200}$")
+_APP_ID = re.compile(r"^zapp_[A-Za-z0-9]{4,64}\Z")
+_SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
+_SECRET = re.compile(r"^zwhsec_[A-Za-z0-9_-]{16,200}\Z")
+_API_KEY = re.compile(r"^zpk_[A-Za-z0-9_-]{16,200}\Z")
 _BAD_PATH = re.compile(r"[\s\\?#]|/\.{1,2}(?:/|$)")
 
 

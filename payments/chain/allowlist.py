@@ -20,7 +20,7 @@ from payments.chain.web3_chain import Web3Chain
 from payments.db import transaction
 from payments.models import AllowlistStatus, App
 
-_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 
 
 def sync_allowlist(sessions: sessionmaker[Session], chain: ChainGateway,

@@ -21,8 +21,8 @@ from payments.developer.passwords import Passwords
 from payments.developer.tokens import code_hash, same, verification_code
 from payments.errors import ApiError
 
-EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$")
-USERNAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{2,39}$")
+EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+\Z")
+USERNAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{2,39}\Z")
 CODE_LIFETIME = timedelta(minutes=15)
 RESEND_COOLDOWN = timedelta(seconds=60)
 MAX_CODE_ATTEMPTS = 5

@@ -55,7 +55,7 @@ _INSERT_DELIVERY = Compiled.insert(_DELIVERIES, {
     for name, make in (("postgresql", postgresql_insert), ("sqlite", sqlite_insert))})
 _INSERT_EVENT = Compiled.insert(_EVENTS, insert(_EVENTS))
 _INSERT_ATTEMPT = Compiled.insert(_ATTEMPTS, insert(_ATTEMPTS))
-_PAY_TO_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
+_PAY_TO_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 # Deliveries of real charges carry this prefix in their idempotency key (spec 2.1).
 DELIVERY_KEY_PREFIX = "svc:"
 

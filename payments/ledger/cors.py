@@ -18,7 +18,7 @@ from payments.errors import ApiError, error_response
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 ALLOWED_HEADERS = "content-type, x-wallet-address, x-svc-budget-spender"
-_LOCAL = re.compile(r"^http://(localhost|127\.0\.0\.1):\d{1,5}$")
+_LOCAL = re.compile(r"^http://(localhost|127\.0\.0\.1):\d{1,5}\Z")
 
 
 class Cors:

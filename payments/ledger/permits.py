@@ -18,8 +18,8 @@ from payments.chain.params import ChainParams
 from payments.digits import parse_digits
 from payments.errors import ApiError
 
-ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}$")
-SIGNATURE_RE = re.compile(r"^0x[0-9a-fA-F]{130}$")
+ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
+SIGNATURE_RE = re.compile(r"^0x[0-9a-fA-F]{130}\Z")
 UINT256_MAX = 2**256 - 1
 LEDGER_INT_MAX = 2**63 - 1
 SECP256K1_HALF_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141 // 2

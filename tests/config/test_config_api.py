@@ -482,3 +482,18 @@ def test_cli_grants_need_spec_scopes_for_their_own_app(world: World,
     with world.console() as client:  # dev1's session; "theirs" is another organization's
         answer = client.post(f"{P}/plan", json={"config": config("theirs")})
         assert answer.status_code == 404, answer.text
+
+
+def test_a_pay_to_with_a_trailing_newline_is_refused(world: World, console: Api) -> None:
+    """Python's ``$`` matches before a final newline: the schema's pattern takes it, the
+    plan's address rule must not (tests/unit/test_pattern_ends.py)."""
+    document = config(app={**config()["app"], "payTo": PAY_TO + "\n"})
+    answer = console.call("POST", f"{P}/plan", f"{P}/plan", {"config": document},
+                          valid_request=False)
+    errors = answer.json().get("errors") or []
+    assert any(e["path"] == "$.app.payTo" for e in errors), answer.text
+    applied = console.call("POST", f"{P}/apply", f"{P}/apply",
+                           {"config": document, "baseRevision": None}, valid_request=False)
+    assert applied.status_code in (409, 422), applied.text
+    with world.sessions() as session:
+        assert session.scalars(select(App).where(App.slug == "arcade")).first() is None
