@@ -28,6 +28,7 @@ from payments.chain.params import ChainParams, in_process_params
 from payments.config.api import ConfigApi
 from payments.db import make_engine, make_sessionmaker
 from payments.developer.api import DeveloperApi
+from payments.developer.org_key_api import OrganizationKeyApi
 from payments.developer.passwords import Passwords
 from payments.developer.services import DeveloperServices
 from payments.developer.sessions import SessionPolicy
@@ -282,6 +283,7 @@ def _console_host(settings: Settings, developer: DeveloperServices,
                        url_policy=UrlPolicy.from_settings(settings))
     lookups = SessionLookups(developer, chain_params(settings))
     return Starlette(routes=[*console_routes(developer, settings.runtime_url), *api.routes(),
+                             *OrganizationKeyApi(developer).routes(),
                              *RuntimeApi(runtime, accept_session=True).routes(),
                              *WebhookApi(webhook_services(settings, developer,
                                                           chain_params(settings)),

@@ -8,11 +8,13 @@ from payments.apps import DISTRIBUTION_TARGETS
 from payments.developer.grants import CLI_SCOPES
 
 GRANT: list[dict[str, list[str]]] = [{"cliGrant": []}, {"consoleSession": []}]
+SESSION_ONLY: list[dict[str, list[str]]] = [{"consoleSession": []}]
 ERR = {"$ref": "#/components/responses/Error"}
 
 
 def _op(summary: str, *, scope: str | None = None, secured: bool = True, status: str = "200",
-        body: dict[str, Any] | None = None) -> dict[str, Any]:
+        body: dict[str, Any] | None = None,
+        security: list[dict[str, list[str]]] = GRANT) -> dict[str, Any]:
     description = summary
     if scope:
         description += f" CLI grants need the scope `{scope}`; a console session may act on " \
@@ -21,7 +23,7 @@ def _op(summary: str, *, scope: str | None = None, secured: bool = True, status:
         status: {"description": "success"}, "400": ERR, "401": ERR, "403": ERR, "404": ERR,
         "422": ERR, "429": ERR}}
     if secured:
-        op["security"] = GRANT
+        op["security"] = security
     if body is not None:
         op["requestBody"] = {"required": True, "content": {"application/json": {
             "schema": body}}}
@@ -79,8 +81,10 @@ def developer_paths() -> dict[str, Any]:
         },
         f"{p}/apps/{{app}}/keys": {
             "parameters": [APP_REF],
-            "get": _op("List API keys (masked previews only).", scope="apps:read"),
-            "post": _op("Create a zpk_ key; the secret is in this response only.",
+            "get": _op("List the app's own keys (ownership `app`, masked previews only); "
+                       "organization keys are listed at /api/developer/keys.",
+                       scope="apps:read"),
+            "post": _op("Create a zpk_ key of this app; the secret is in this response only.",
                         scope="keys:create", status="201",
                         body=_obj(label=STR, scopes=STRS, environment=STR)),
         },
@@ -96,6 +100,7 @@ def developer_paths() -> dict[str, Any]:
                                      "schema": STR}],
             "post": _op("Revoke an API key.", scope="keys:create"),
         },
+        **_organization_key_paths(p),
         f"{p}/cli/auth-requests": {"post": _op(
             "Start a CLI sign-in (browser or device flow); returns deviceCode and userCode.",
             secured=False, status="201", body=_obj(app=STR, scopes={
@@ -113,6 +118,37 @@ def developer_paths() -> dict[str, Any]:
         f"{p}/cli/grant": {
             "get": _op("The calling CLI grant."),
             "delete": _op("Revoke the calling CLI grant."),
+        },
+    }
+
+
+def _organization_key_paths(p: str) -> dict[str, Any]:
+    def session_op(summary: str, **kwargs: Any) -> dict[str, Any]:
+        return _op(f"Console host, console session only: {summary} A CLI grant, whatever its "
+                   "scopes, is refused with `developer_session_required` (403): it is scoped "
+                   "to one app, and an organization key reaches every app.",
+                   security=SESSION_ONLY, **kwargs)
+    key = {"name": "key", "in": "path", "required": True, "schema": STR}
+    return {
+        f"{p}/keys": {
+            "get": session_op("list the organization keys (ownership `organization`, "
+                              "masked previews only) of the caller's organizations."),
+            "post": session_op(
+                "create an organization key, which may act on every app of its organization; "
+                "the secret is in this response only.", status="201",
+                body=_obj(label=STR, scopes=STRS, environment=STR, organizationId={
+                    **STR, "description": "needed only by a member of several "
+                    "organizations; another organization is organization_not_found"})),
+        },
+        f"{p}/keys/{{key}}": {
+            "parameters": [key],
+            "patch": session_op("change an organization key's label and/or scopes; the "
+                                "secret is unchanged and never returned.",
+                                body=_obj(label=STR, scopes=STRS)),
+        },
+        f"{p}/keys/{{key}}/revoke": {
+            "parameters": [key],
+            "post": session_op("revoke an organization key at once."),
         },
     }
 

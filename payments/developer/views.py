@@ -30,7 +30,9 @@ def app_view(app: App, runtime_url: str) -> dict[str, Any]:
 def key_view(key: ApiKey) -> dict[str, Any]:
     return {
         "id": key.id, "label": key.label, "preview": key.preview, "scopes": list(key.scopes),
-        "environment": key.environment, "appId": key.app_id,
+        "environment": key.environment,
+        # An organization key has no app: it may act on every app of its organization.
+        "ownership": "app" if key.app_id is not None else "organization", "appId": key.app_id,
         "organizationId": key.organization_id, "createdAt": key.created_at.isoformat(),
         "revokedAt": key.revoked_at.isoformat() if key.revoked_at else None,
         "lastUsedAt": key.last_used_at.isoformat() if key.last_used_at else None,

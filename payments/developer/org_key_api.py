@@ -1,0 +1,93 @@
+"""The JSON routes of organization keys (``payments.developer.org_keys``).
+
+Mounted on the console host only, beside ``payments.developer.api``: only a console session
+may use them, and the API host never reads that session. The shapes follow the app-key
+routes: the secret is in the creation answer only (``no-store``), changes spend the
+developer's ``key_management`` budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.orm import Session
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from payments.developer import org_keys
+from payments.developer.auth import Principal, credentials, run_as
+from payments.developer.keys import revoke_key, update_key
+from payments.developer.services import DeveloperServices
+from payments.developer.views import key_view
+from payments.errors import ApiError
+from payments.http import field_str, field_str_list, json_after_auth
+from payments.ratelimit import Limit
+
+
+class OrganizationKeyApi:
+    def __init__(self, services: DeveloperServices) -> None:
+        self.s = services
+
+    def routes(self) -> list[Route]:
+        p = "/api/developer/keys"
+        return [
+            Route(p, self.list_keys, methods=["GET"]),
+            Route(p, self.create_key, methods=["POST"]),
+            Route(f"{p}/{{key}}", self.update_key, methods=["PATCH"]),
+            Route(f"{p}/{{key}}/revoke", self.revoke_key, methods=["POST"]),
+        ]
+
+    async def _as(self, request: Request, work: Callable[[Session, Principal], Any],
+                  limit: Limit | None = None) -> Any:
+        return await run_as(self.s, credentials(request, accept_session=True), work, limit)
+
+    async def list_keys(self, request: Request) -> Response:
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            return {"keys": [key_view(k) for k in org_keys.organization_keys(session, who)]}
+        return JSONResponse(await self._as(request, work))
+
+    async def create_key(self, request: Request) -> Response:
+        read_body = await json_after_auth(request)
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            who.require_session(org_keys.ACTION)  # before the body: a grant learns nothing
+            body = read_body()
+            label = field_str(body, "label", required=False, max_length=120, default="")
+            scopes = field_str_list(body, "scopes")
+            environment = field_str(body, "environment", required=False, default="test")
+            organization = field_str(body, "organizationId", required=False, max_length=48)
+            created = org_keys.create_organization_key(
+                session, who, organization_id=organization, label=label or "", scopes=scopes,
+                environment=environment or "test", now=self.s.clock())
+            # The only response that ever carries the secret.
+            return {"key": key_view(created.key), "secret": created.secret}
+        return JSONResponse(await self._as(request, work, self.s.limits.key_management),
+                            status_code=201, headers={"cache-control": "no-store"})
+
+    async def update_key(self, request: Request) -> Response:
+        key_id = request.path_params["key"]
+        read_body = await json_after_auth(request)
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            who.require_session(org_keys.ACTION)
+            body = read_body()
+            label = field_str(body, "label", required=False, max_length=120)
+            scopes = field_str_list(body, "scopes")
+            if label is None and scopes is None:
+                raise ApiError("missing_field", 422, "Send 'label' and/or 'scopes' to change.")
+            key = org_keys.organization_key(session, who, key_id)
+            update_key(key, label=label, scopes=scopes)
+            session.flush()
+            return {"key": key_view(key)}
+        return JSONResponse(await self._as(request, work, self.s.limits.key_management))
+
+    async def revoke_key(self, request: Request) -> Response:
+        key_id = request.path_params["key"]
+
+        def work(session: Session, who: Principal) -> dict[str, Any]:
+            key = org_keys.organization_key(session, who, key_id)
+            revoke_key(key, self.s.clock())
+            return {"key": key_view(key)}
+        return JSONResponse(await self._as(request, work, self.s.limits.key_management))
