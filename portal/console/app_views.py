@@ -1,7 +1,7 @@
 """HTML of the signed-in app pages: the list, the new-app form and one app's page.
 
 Views take the JSON shapes of ``payments.developer.views`` and ``product_view``, which
-never hold a key secret; only ``key_created_page`` ever receives one.
+never hold a key secret; the keys' own HTML is in ``portal.console.key_views``.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 
 from starlette.responses import HTMLResponse
 
-from payments.developer.keys import DEFAULT_KEY_SCOPES, ENVIRONMENTS, KEY_SCOPES
 from payments.errors import ApiError
 from payments.models import AppType, RiskMode
 from payments.products import TEMPLATES, TIP_MAX_ATOMIC, TIP_MIN_ATOMIC
+from portal.console.key_views import key_form, key_table
 from portal.console.layout import Nav, alert, attr, csrf_field, error_headers, notice, page
 from portal.routes import format_usdc
 
@@ -224,75 +224,7 @@ def _policy_form(nav: Nav, app_slug: str, p: View) -> str:
 
 def _keys(nav: Nav, a: View, keys: list[View], error_html: str) -> str:
     slug = attr(a["slug"])
-    rows = "".join(_key_row(nav, slug, k) for k in keys)
-    table = ("<table><thead><tr><th scope=\"col\">Label</th><th scope=\"col\">Key</th>"
-             "<th scope=\"col\">Environment</th><th scope=\"col\">Scopes</th>"
-             "<th scope=\"col\">Status</th><th scope=\"col\"><span class=\"hint\">Action"
-             f"</span></th></tr></thead><tbody>{rows}</tbody></table>"
-             ) if keys else "<p>No API keys yet.</p>"
-    boxes = "".join(
-        f"<label><input type=\"checkbox\" name=\"scope\" value=\"{s}\""
-        f"{_checked(s in DEFAULT_KEY_SCOPES)}> <code>{s}</code></label><br>" for s in KEY_SCOPES)
-    envs = "".join(f"<option value=\"{e}\">{e}</option>" for e in ENVIRONMENTS)
     return (
         "<section id=\"keys\" aria-labelledby=\"keys-h\"><h2 id=\"keys-h\">API keys</h2>"
-        f"{error_html}{table}<h3>Create an API key</h3>"
-        f"<form class=\"stack\" method=\"post\" action=\"/apps/{slug}/keys\">"
-        f"{csrf_field(nav.csrf)}<label for=\"label\">Label</label>"
-        "<input id=\"label\" name=\"label\" type=\"text\" maxlength=\"120\" "
-        "placeholder=\"e.g. production backend\">"
-        f"<label for=\"environment\">Environment</label>"
-        f"<select id=\"environment\" name=\"environment\">{envs}</select>"
-        f"<fieldset><legend>Scopes</legend>{boxes}<span class=\"hint\">The first four are the "
-        "defaults; a production backend usually holds all seven.</span></fieldset>"
-        "<button type=\"submit\">Create API key</button></form></section>")
-
-
-def _key_row(nav: Nav, slug: str, k: View) -> str:
-    name = k["label"] or k["preview"]
-    if k["revokedAt"]:
-        status, action = "revoked", ""
-    else:
-        status = "active"
-        action = (f"<form class=\"inline\" method=\"post\" action=\"/apps/{slug}/keys/"
-                  f"{attr(k['id'])}/revoke\">{csrf_field(nav.csrf)}"
-                  f"<button class=\"danger\" type=\"submit\" aria-label=\"Revoke key "
-                  f"{attr(name)}\">Revoke</button></form>")
-    scopes = ", ".join(escape(s) for s in k["scopes"]) or "(legacy: none)"
-    return (f"<tr><td>{escape(k['label']) or '—'}</td><td><code>{escape(k['preview'])}</code>"
-            f"</td><td>{escape(k['environment'])}</td><td>{scopes}</td><td>{status}</td>"
-            f"<td>{action}</td></tr>")
-
-
-COPY_SCRIPT = """(function () {
-  var button = document.getElementById("copy");
-  var status = document.getElementById("copy-status");
-  button.addEventListener("click", function () {
-    var secret = document.getElementById("secret").textContent;
-    navigator.clipboard.writeText(secret).then(function () {
-      status.textContent = "Copied to the clipboard.";
-    }, function () {
-      status.textContent = "Copying failed: select the key and copy it by hand.";
-    });
-  });
-})();"""
-
-
-def key_created_page(nav: Nav, app: View, key: View, secret: str) -> HTMLResponse:
-    """The one page that shows a full secret; sent with ``Cache-Control: no-store``."""
-    scopes = ", ".join(escape(s) for s in key["scopes"])
-    return page("API key created", (
-        "<h1>Copy your API key now</h1>"
-        "<p><strong>This is the only time the full key is shown.</strong> We keep only a hash; "
-        f"afterwards you will see <code>{escape(key['preview'])}</code>.</p>"
-        f"<code id=\"secret\" class=\"secret\">{escape(secret)}</code>"
-        "<p class=\"row\"><button id=\"copy\" type=\"button\">Copy key</button>"
-        "<span id=\"copy-status\" role=\"status\" aria-live=\"polite\"></span></p>"
-        f"<dl><dt>App</dt><dd>{escape(app['name'])}</dd>"
-        f"<dt>Label</dt><dd>{escape(key['label']) or '—'}</dd>"
-        f"<dt>Environment</dt><dd>{escape(key['environment'])}</dd>"
-        f"<dt>Scopes</dt><dd>{scopes}</dd></dl>"
-        "<p>Put it in your backend's secret store (e.g. <code>SVC_API_KEY</code>); never in "
-        "frontend code.</p>"
-        f"<p><a href=\"/apps/{attr(app['slug'])}#keys\">I have stored it: back to "
-        f"{escape(app['name'])}</a></p>"), nav=nav, script=COPY_SCRIPT)
+        f"{error_html}{key_table(nav, keys, f'/apps/{slug}/keys')}<h3>Create an API key</h3>"
+        f"{key_form(nav, f'/apps/{slug}/keys')}</section>")

@@ -20,16 +20,10 @@ from payments.errors import ApiError
 from payments.models import App, AppType, Product
 from payments.products import apply_product_fields, create_product, product_view, products_of
 from payments.ratelimit import Limit
-from portal.console.app_views import (
-    AppState,
-    Problem,
-    app_page,
-    apps_page,
-    key_created_page,
-    new_app_page,
-)
+from portal.console.app_views import AppState, Problem, app_page, apps_page, new_app_page
 from portal.console.context import AUTH_REQUIRED, Console
 from portal.console.forms import Form, read_form
+from portal.console.key_views import KeyOwner, key_created_page
 
 # Errors that leave no form to show them on: answered by Console.failure.
 PAGE_ERRORS = frozenset({AUTH_REQUIRED, "csrf_failed", "app_not_found", "product_not_found",
@@ -178,22 +172,22 @@ class AppPages:
         slug = request.path_params["app"]
         form = Form({})
 
-        def work(session: Session, who: Principal) -> tuple[dict[str, Any], dict[str, Any], str]:
+        def work(session: Session, who: Principal) -> tuple[KeyOwner, dict[str, Any], str]:
             app = who.app(session, slug, "keys:create")
             assert app.organization_id is not None
             created = create_key(session, organization_id=app.organization_id, app_id=app.id,
                                  label=form.get("label"), scopes=form.all("scope"),
                                  environment=form.get("environment", "test"),
                                  created_by=who.developer_id, now=self.s.clock())
-            return app_view(app, self.c.runtime_url(app.slug)), key_view(created.key), \
-                created.secret
+            owner = KeyOwner("App", app.name, f"/apps/{app.slug}#keys")
+            return owner, key_view(created.key), created.secret
         try:
             form = await read_form(request)
-            nav, (app, key, secret) = await self.c.as_developer(
+            nav, (owner, key, secret) = await self.c.as_developer(
                 request, work, form=form, limit=self.s.limits.key_management)
         except ApiError as error:
             if error.code in PAGE_ERRORS:
                 return self.c.failure(request, error, back=f"/apps/{slug}")
             return await self._show(request, slug, problem=Problem("keys", error))
         # Answered directly, never redirected: the secret exists only in this response.
-        return key_created_page(nav, app, key, secret)
+        return key_created_page(nav, owner, key, secret)
