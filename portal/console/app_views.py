@@ -226,5 +226,7 @@ def _keys(nav: Nav, a: View, keys: list[View], error_html: str) -> str:
     slug = attr(a["slug"])
     return (
         "<section id=\"keys\" aria-labelledby=\"keys-h\"><h2 id=\"keys-h\">API keys</h2>"
-        f"{error_html}{key_table(nav, keys, f'/apps/{slug}/keys')}<h3>Create an API key</h3>"
+        f"{error_html}<p class=\"hint\">Keys of this app only. A key for every app of your "
+        "organization is an <a href=\"/keys\">organization key</a>.</p>"
+        f"{key_table(nav, keys, f'/apps/{slug}/keys')}<h3>Create an API key</h3>"
         f"{key_form(nav, f'/apps/{slug}/keys')}</section>")

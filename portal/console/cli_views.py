@@ -17,7 +17,7 @@ SCOPE_MEANINGS = {
     "products:write": "create and change products",
     "webhooks:write": "set the webhook endpoint",
     "runtime:write": "configure the runtime origin",
-    "keys:create": "create and revoke backend API keys",
+    "keys:create": "create and revoke this app's backend API keys",
 }
 
 

@@ -88,6 +88,7 @@ def _header(nav: Nav | None) -> str:
                 "<a href=\"/login\">Log in</a><a href=\"/signup\">Sign up</a></header>")
     return ("<header><a class=\"brand\" href=\"/apps\">svc developer console</a>"
             "<nav aria-label=\"Main\" class=\"row\"><a href=\"/apps\">Apps</a>"
+            "<a href=\"/keys\">Organization keys</a>"
             "<a href=\"/device\">CLI sign-in</a>"
             f"<span class=\"hint\">{escape(nav.username)}</span>"
             "<form class=\"inline\" method=\"post\" action=\"/logout\">"

@@ -11,6 +11,7 @@ from portal.console.account import AccountPages
 from portal.console.apps import AppPages
 from portal.console.cli import CliPages
 from portal.console.context import Console, RuntimeUrl
+from portal.console.org_keys import OrganizationKeyPages
 from portal.console.revisions import RevisionPages
 from portal.console.runtime import RuntimePage
 from portal.console.webhooks import WebhookPage
@@ -23,7 +24,7 @@ async def home(request: Request) -> Response:
 def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list[Route]:
     console = Console(services, runtime_url)
     account, apps, cli = AccountPages(console), AppPages(console), CliPages(console)
-    revisions = RevisionPages(console)
+    revisions, org_keys = RevisionPages(console), OrganizationKeyPages(console)
     get, post = ["GET", "HEAD"], ["POST"]
     return [
         Route("/", home, methods=get),
@@ -48,6 +49,9 @@ def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list
         Route("/apps/{app}/runtime", RuntimePage(console).show, methods=get),
         Route("/apps/{app}/config", revisions.list, methods=get),
         Route("/apps/{app}/config/{revision}", revisions.show, methods=get),
+        Route("/keys", org_keys.show, methods=get),
+        Route("/keys/new", org_keys.create, methods=post),
+        Route("/keys/{key}/revoke", org_keys.revoke, methods=post),
         Route("/device", cli.device, methods=get),
         Route("/cli/approve", cli.approve_form, methods=get),
         Route("/cli/approve", cli.approve, methods=post),

@@ -84,7 +84,7 @@ def test_signed_in_pages_send_the_strict_policy(
     with console.client() as client:
         log_in(client)
         for path in ("/apps", "/apps/new", "/apps/game", "/apps/game/webhooks",
-                     "/apps/game/runtime", "/device"):
+                     "/apps/game/runtime", "/device", "/keys"):
             response = client.get(path)
             assert response.status_code == 200, path
             assert_strict_page(response)
@@ -98,3 +98,7 @@ def test_signed_in_pages_send_the_strict_policy(
             "scope": ["orders:read"]})
         assert created.status_code == 200 and "zpk_test_" in created.text
         assert_strict_page(created, scripted=True)
+        org_key = client.post("/keys/new", data={"csrf": csrf_of(client.get("/keys")),
+                                             "environment": "test", "scope": ["orders:read"]})
+        assert org_key.status_code == 200 and "zpk_test_" in org_key.text
+        assert_strict_page(org_key, scripted=True)
