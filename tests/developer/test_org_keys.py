@@ -3,6 +3,7 @@ on every app of its organization and on nothing else, and CLI grants cannot touc
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -53,7 +54,10 @@ def order(api: httpx.Client, product_id: str) -> httpx.Response:
                                          "idempotencyKey": f"o:{product_id}"})
 
 
-def test_an_organization_key_acts_on_every_app_of_its_organization(org: OrgWorld) -> None:
+def test_an_organization_key_acts_on_every_app_of_its_organization(
+        org: OrgWorld, caplog: pytest.LogCaptureFixture,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    caplog.set_level(logging.DEBUG)
     w = org.world
     with w.console() as console:
         created = console.post(KEYS, json={"label": "all games", "scopes": READ_AND_ORDER})
@@ -113,6 +117,8 @@ def test_an_organization_key_acts_on_every_app_of_its_organization(org: OrgWorld
         stored = session.scalars(select(ApiKey).where(ApiKey.id == key["id"])).one()
         assert stored.app_id is None and stored.secret_hash == token_hash(secret)
         assert secret not in (stored.preview, stored.label)
+    out, err = capfd.readouterr()
+    assert secret not in caplog.text + out + err  # never logged
 
 
 def test_cli_grants_cannot_create_list_or_revoke_organization_keys(org: OrgWorld) -> None:
