@@ -83,6 +83,17 @@ class Authorization(Base):
         enum_column(RelayStatus, "revokerelaystatus"), default=None)
 
 
+class UsedOwnerProof(Base):
+    """An owner proof already exchanged for a summary code: like a permit, it counts once.
+
+    Kept until the proof would have expired anyway: the hash of its owner and signed text,
+    so another encoding of the same signature (high s, v as 0/1) is the same proof."""
+
+    __tablename__ = "used_owner_proofs"
+    proof_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    expires_at: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+
+
 class CodeKind(StrEnum):
     SUMMARY = "summary"
     PAYMENT = "payment"

@@ -69,6 +69,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "permit_already_used": (409, "this permit is already recorded: a permit counts once; "
                                   "the current budget is reached again with an owner "
                                   "proof"),
+    "owner_proof_used": (409, "this owner proof was already exchanged: it counts once; "
+                              "sign a new one"),
     "invalid_owner_proof": (422, "the wallet-ownership proof is malformed or not signed by "
                                  "its owner for this app, return URL and budget"),
     "owner_proof_expired": (422, f"the wallet-ownership proof is older than "
@@ -525,7 +527,8 @@ def ledger_paths() -> dict[str, Any]:
                         "return_url_runtime_inactive", "invalid_permit", "invalid_address",
                         "invalid_permit_signature", "permit_expired", "permit_nonce_stale",
                         "permit_already_used",
-                        "invalid_owner_proof", "owner_proof_expired", "needs_budget",
+                        "invalid_owner_proof", "owner_proof_expired", "owner_proof_used",
+                        "needs_budget",
                         "handoff_invalid", "handoff_expired"],
                 tag="authorizations"),
             "options": options("preflightReturnCode"),

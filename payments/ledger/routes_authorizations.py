@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import hashlib
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from starlette.requests import Request
@@ -36,6 +37,7 @@ from payments.ledger.models import (
     Order,
     OrderStatus,
     RelayStatus,
+    UsedOwnerProof,
 )
 from payments.ledger.permits import (
     check_address,
@@ -83,6 +85,24 @@ def summary_view(record_code: str, authorization: Authorization, app: App,
         "app": {"id": app.id, "slug": app.slug, "name": app.name},
         "accountConnectionId": connection_id,
     }
+
+
+def spend_owner_proof(session: Session, owner: str, text: str, expires_at: datetime,
+                      now: datetime) -> None:
+    """Record an owner proof as used; a second use is ``owner_proof_used``.
+
+    Keyed by owner and signed text, not by the signature, which has more than one valid
+    encoding. The savepoint keeps the caller's transaction usable when the insert finds the
+    proof taken (on PostgreSQL after waiting for a concurrent first use to commit)."""
+    session.execute(delete(UsedOwnerProof).where(UsedOwnerProof.expires_at < now))
+    digest = hashlib.sha256(f"{owner}\n{text}".encode()).hexdigest()
+    session.add(UsedOwnerProof(proof_hash=digest, expires_at=expires_at))
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError:
+        raise ApiError("owner_proof_used", 409, "This wallet check was already used; sign "
+                       "a new one.") from None
 
 
 class AuthorizationRoutes:
@@ -184,6 +204,8 @@ class AuthorizationRoutes:
                 or remaining(authorization, now) <= 0):
             raise ApiError("needs_budget", 402, "This wallet has no active budget left; sign a "
                            "new permit.", budgetState="needs_budget")
+        spend_owner_proof(session, owner, text,
+                          issued + timedelta(seconds=OWNER_PROOF_MAX_AGE_SECONDS), now)
         return authorization
 
     def _bind(self, session: Session, token: str, app: App, authorization: Authorization,

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import transaction, utcnow
 from payments.ledger.models import (
+    AuthCode,
     Authorization,
     AuthorizationStatus,
     Charge,
@@ -206,6 +207,30 @@ def test_owner_proof_return_reuses_an_active_budget(world: PayWorld) -> None:
     with world.api() as api:
         assert world.pay(api, user, "retry", code, "k:1").status_code == 201
     assert count(world, Authorization) == 1
+
+
+def test_an_owner_proof_counts_once(world: PayWorld) -> None:
+    """Like a permit: a wallet check seen once (a log, a proxy) gets no second code."""
+    user = wallet(1)
+    return_url = f"{world.portal}/{world.app.slug}"
+    budget_id = world.authorize(user, 100_000)["summary"]["authorizationId"]
+    proof = sign_owner_proof(user, world.app.slug, return_url, budget_id)
+    assert proof_return(world, proof).status_code == 200
+    codes_before = count(world, AuthCode)
+    refused(proof_return(world, proof), 409, "owner_proof_used")
+    # The same signature spelt with v as 0/1, or in its high-s twin: the same proof.
+    raw = proof["signature"][2:]
+    r, s, v = raw[:64], int(raw[64:128], 16), int(raw[128:], 16)
+    order = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141
+    for signature in (f"0x{r}{s:064x}{v - 27:02x}", f"0x{r}{order - s:064x}{v ^ 1:02x}"):
+        again = proof_return(world, {**proof, "signature": signature})
+        assert again.status_code in (409, 422), again.text
+        assert again.json()["code"] in ("owner_proof_used", "invalid_owner_proof")
+    assert count(world, AuthCode) == codes_before
+    # A new check, signed a moment later, works.
+    later = sign_owner_proof_as(user, user.address, world.app.slug, return_url, budget_id,
+                                (utcnow() + timedelta(seconds=1)).isoformat())
+    assert proof_return(world, later).status_code == 200
 
 
 def test_owner_proof_refusals(world: PayWorld) -> None:

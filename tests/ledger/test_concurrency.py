@@ -24,6 +24,7 @@ from tests.ledger.flow import (
     PayWorld,
     build_world,
     handoff_token,
+    sign_owner_proof,
     sign_permit,
     start_handoff,
     wallet,
@@ -160,3 +161,23 @@ def test_a_permit_posted_in_parallel_counts_once(world: PayWorld) -> None:
             AuthorizationStatus.ACTIVE]
         assert session.scalar(select(func.count()).select_from(AuthCode)) == 1
     assert count(world, AccountConnection) == 1
+
+
+def test_an_owner_proof_posted_in_parallel_counts_once(world: PayWorld) -> None:
+    user = wallet(1)
+    return_url = f"{world.portal}/{world.app.slug}"
+    budget = world.authorize(user, 10 * PRICE)["summary"]["authorizationId"]
+    body = {"app": world.app.slug, "returnUrl": return_url,
+            "ownerProof": sign_owner_proof(user, world.app.slug, return_url, budget)}
+
+    def post(client: httpx.Client) -> httpx.Response:
+        return client.post("/api/authorizations/return-code", json=body)
+
+    responses = run_parallel(world, [post] * 12, workers=12, origin=world.portal)
+    assert Counter(r.status_code for r in responses) == {200: 1, 409: 11}, [
+        r.text for r in responses][:3]
+    assert {r.json()["code"] for r in responses if r.status_code == 409} == {
+        "owner_proof_used"}
+    with world.sessions() as session:
+        # The permit's summary code and the one proof's.
+        assert session.scalar(select(func.count()).select_from(AuthCode)) == 2
