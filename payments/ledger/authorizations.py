@@ -71,14 +71,16 @@ def authorize_permit(session: Session, params: ChainParams, permit: Permit,
     previous = session.scalar(select(Authorization).where(
         Authorization.owner_wallet == permit.owner, Authorization.spender == params.spender_lower,
         Authorization.status == AuthorizationStatus.ACTIVE).with_for_update())
-    if session.scalar(select(Authorization.id).where(
-            Authorization.owner_wallet == permit.owner,
-            Authorization.signature == permit.signature).limit(1)) is not None:
-        raise ApiError("permit_already_used", 409, "This permit has already been recorded "
-                       "as the wallet's budget and cannot be used again. To continue with "
-                       "that budget, confirm the wallet with the gas-free check; to change "
-                       "it, sign a new permit.")
     if permit.nonce < recorded_nonce_limit(session, permit.owner):
+        # Asked in this order, a concurrent first use that commits between the two reads
+        # still reads as "already used": whatever the first read saw, the second sees too.
+        if session.scalar(select(Authorization.id).where(
+                Authorization.owner_wallet == permit.owner,
+                Authorization.signature == permit.signature).limit(1)) is not None:
+            raise ApiError("permit_already_used", 409, "This permit has already been "
+                           "recorded as the wallet's budget and cannot be used again. To "
+                           "continue with that budget, confirm the wallet with the gas-free "
+                           "check; to change it, sign a new permit.")
         raise ApiError("permit_nonce_stale", 409, "This permit's nonce is not newer than "
                        "the wallet's last recorded permit; sign a fresh permit.")
     carried = 0
