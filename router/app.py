@@ -316,7 +316,21 @@ def _docs_host(settings: Settings) -> Starlette:
                                          "access-control-allow-origin": "*"})
         return Route(f"/{name}", serve, methods=["GET", "HEAD"])
 
-    return Starlette(routes=[Route("/openapi.json", openapi, methods=["GET", "HEAD"]),
+    described = {
+        "openapi.json": "the HTTP API of every host: paths, bodies, scopes, error codes",
+        schemas.WEBHOOK_EVENT: "the body of every webhook event (spec 2.1)",
+        schemas.CONFIG: "the developer config file of `svc config` (spec 2.9)",
+        manifest_schema.FILE_NAME: "the runtime manifest, /.well-known/svc.json (spec 2.8)",
+    }
+    listing = {"documents": [{"url": f"{settings.docs_url}/{name}", "describes": what}
+                             for name, what in described.items()]}
+
+    async def index(request: object) -> JSONResponse:
+        # What this host serves, so that its root is not a bare 404.
+        return JSONResponse(listing, headers={"access-control-allow-origin": "*"})
+
+    return Starlette(routes=[Route("/", index, methods=["GET", "HEAD"]),
+                             Route("/openapi.json", openapi, methods=["GET", "HEAD"]),
                              *(schema_route(name) for name in schemas.SCHEMA_FILES),
                              schema_route(manifest_schema.FILE_NAME)],
                      exception_handlers=EXCEPTION_HANDLERS)

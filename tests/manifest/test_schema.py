@@ -89,3 +89,21 @@ def test_docs_host_serves_the_schema(sqlite_template: Path, tmp_path: Path) -> N
     assert body["$id"] == f"http://docs.localhost:{router.port}/{FILE_NAME}"
     assert body == published_schema(f"http://docs.localhost:{router.port}")
     assert list(body)[:2] == ["$schema", "$id"]
+
+
+def test_docs_host_root_lists_what_it_serves(sqlite_template: Path, tmp_path: Path) -> None:
+    shutil.copy(sqlite_template, tmp_path / "svc.db")
+    with router_factory(f"sqlite:///{tmp_path / 'svc.db'}")() as router:
+        docs = f"docs.localhost:{router.port}"
+        index = httpx.get(f"{router.url}/", headers={"host": docs}, timeout=10)
+        assert index.status_code == 200, index.text
+        urls = [d["url"] for d in index.json()["documents"]]
+        assert all(d["describes"] for d in index.json()["documents"])
+        # Every document listed is served from the address given, under this host.
+        for url in urls:
+            assert url.startswith(f"http://{docs}/")
+            served = httpx.get(f"{router.url}{url.removeprefix(f'http://{docs}')}",
+                               headers={"host": docs}, timeout=10)
+            assert served.status_code == 200, url
+    assert sorted(u.rsplit("/", 1)[1] for u in urls) == sorted([
+        "openapi.json", "webhook-event.schema.json", "svc-config.v1.schema.json", FILE_NAME])
