@@ -151,7 +151,9 @@ class WalletApi:
             return {"budget": budget.to_json()}
         try:
             result = await self.s.run(work)
-        except IntegrityError:  # a double submit inserted the one active budget first
+        except IntegrityError:
+            # A concurrent call inserted the one active budget first: run again, which
+            # refuses a second submit of the same permit (permit_already_used).
             result = await self.s.run(work)
         return JSONResponse(result, headers=NO_STORE)
 

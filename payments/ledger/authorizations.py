@@ -36,13 +36,16 @@ def active_authorization(session: Session, owner: str, spender: str) -> Authoriz
 
 
 def recorded_nonce_limit(session: Session, owner: str) -> int:
-    """One past every permit nonce the ledger recorded for ``owner``: budgets and revokes,
-    whatever became of them (the token's nonces are per owner, across spenders)."""
+    """One past every permit nonce the ledger recorded for ``owner``, budgets and revokes
+    (the token's nonces are per owner, across spenders), except those whose relay failed:
+    the token never used those, so its next permit must be able to carry them again."""
     owner = owner.lower()
-    signed = session.scalar(select(func.max(Authorization.nonce))
-                            .where(Authorization.owner_wallet == owner))
-    revoked = session.scalar(select(func.max(Authorization.revoke_nonce))
-                             .where(Authorization.owner_wallet == owner))
+    signed = session.scalar(select(func.max(Authorization.nonce)).where(
+        Authorization.owner_wallet == owner,
+        Authorization.relay_status != RelayStatus.FAILED))
+    revoked = session.scalar(select(func.max(Authorization.revoke_nonce)).where(
+        Authorization.owner_wallet == owner,
+        Authorization.revoke_relay_status != RelayStatus.FAILED))
     return max((n + 1 for n in (signed, revoked) if n is not None), default=0)
 
 
@@ -71,16 +74,19 @@ def authorize_permit(session: Session, params: ChainParams, permit: Permit,
     previous = session.scalar(select(Authorization).where(
         Authorization.owner_wallet == permit.owner, Authorization.spender == params.spender_lower,
         Authorization.status == AuthorizationStatus.ACTIVE).with_for_update())
-    if permit.nonce < recorded_nonce_limit(session, permit.owner):
-        # Asked in this order, a concurrent first use that commits between the two reads
-        # still reads as "already used": whatever the first read saw, the second sees too.
-        if session.scalar(select(Authorization.id).where(
-                Authorization.owner_wallet == permit.owner,
-                Authorization.signature == permit.signature).limit(1)) is not None:
-            raise ApiError("permit_already_used", 409, "This permit has already been "
-                           "recorded as the wallet's budget and cannot be used again. To "
-                           "continue with that budget, confirm the wallet with the gas-free "
-                           "check; to change it, sign a new permit.")
+    # Read in this order, a concurrent first use that commits between the two reads still
+    # reads as "already used": whatever the first read saw, the second sees too. The
+    # signature is one encoding per signature (parse_permit, verify_permit), so the same
+    # permit is found, also one whose relay failed (left out of the nonce limit).
+    stale = permit.nonce < recorded_nonce_limit(session, permit.owner)
+    if session.scalar(select(Authorization.id).where(
+            Authorization.owner_wallet == permit.owner,
+            Authorization.signature == permit.signature).limit(1)) is not None:
+        raise ApiError("permit_already_used", 409, "This permit has already been recorded "
+                       "as the wallet's budget and cannot be used again. To continue with "
+                       "that budget, confirm the wallet with the gas-free check; to change "
+                       "it, sign a new permit.")
+    if stale:
         raise ApiError("permit_nonce_stale", 409, "This permit's nonce is not newer than "
                        "the wallet's last recorded permit; sign a fresh permit.")
     carried = 0

@@ -98,8 +98,10 @@ def parse_permit(body: Any) -> Permit:
     if not isinstance(signature, str) or not SIGNATURE_RE.match(signature):
         raise ApiError("invalid_permit", 422, "'permit.signature' must be a 65-byte hex "
                        "signature.", field="permit.signature")
-    return Permit(owner, numbers["value"], numbers["nonce"], numbers["deadline"],
-                  signature.lower())
+    signature = signature.lower()
+    if signature[130:] in ("00", "01"):  # v as the recovery id: the same signature as 27/28
+        signature = signature[:130] + f"{int(signature[130:], 16) + 27:02x}"
+    return Permit(owner, numbers["value"], numbers["nonce"], numbers["deadline"], signature)
 
 
 def verify_permit(params: ChainParams, permit: Permit) -> None:

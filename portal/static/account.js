@@ -172,7 +172,12 @@
       $("renew-form").hidden = true;
       P.show("progress", "Budget renewed.");
       renderBudget(answer.budget);
-    }, function (error) { if (error) { fail(error); } });
+    }, function (error) {
+      if (error && error.code === "permit_already_used") {
+        loadWallet();  // recorded already (sent twice): show the budget it made
+      }
+      if (error) { fail(error); }
+    });
   }
 
   /* Revoke = sign Permit(value=0); the API host records it and the relayer sends it. */

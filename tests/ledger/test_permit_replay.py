@@ -14,10 +14,17 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.ledger.models import AccountConnection, AuthCode, Authorization, AuthorizationStatus
+from payments.db import transaction
+from payments.ledger.models import (
+    AccountConnection,
+    AuthCode,
+    Authorization,
+    AuthorizationStatus,
+    RelayStatus,
+)
 from payments.models import AllowlistStatus
 from tests.factories import add_developer, add_owned_app
 from tests.ledger.flow import (
@@ -148,8 +155,26 @@ def test_other_spellings_of_a_recorded_signature_are_refused(world: PayWorld) ->
     high_s = f"0x{r}{SECP256K1_ORDER - s:064x}{(v ^ 1):02x}"
     refused(return_code(world, RIVAL, permit={**permit, "signature": high_s}), 422,
             "invalid_permit_signature")
-    # v as 0/1 instead of 27/28: the same signature, written differently.
+    # v as 0/1 instead of 27/28: the same signature, written differently, so the same
+    # permit.
     low_v = f"0x{r}{s:064x}{v - 27:02x}"
     refused(return_code(world, RIVAL, permit={**permit, "signature": low_v}), 409,
-            "permit_nonce_stale")
+            "permit_already_used")
     assert count(world, Authorization) == 1
+
+
+def test_a_failed_relay_leaves_its_nonce_to_the_next_permit(world: PayWorld) -> None:
+    """The token never used a nonce whose relay failed: the wallet's next permit carries
+    it again, and is accepted; the failed permit itself still counts as used."""
+    user = wallet(1)
+    permit = sign_permit(user, 1_000_000, nonce=0)
+    assert return_code(world, world.app.slug, world.portal, permit=permit).status_code == 200
+    with transaction(world.sessions) as session:
+        session.execute(update(Authorization).values(
+            relay_status=RelayStatus.FAILED, status=AuthorizationStatus.REVOKED))
+    refused(return_code(world, world.app.slug, world.portal, permit=permit), 409,
+            "permit_already_used")
+    again = return_code(world, world.app.slug, world.portal,
+                        permit=sign_permit(user, 500_000, nonce=0))
+    assert again.status_code == 200, again.text
+    assert again.json()["summary"]["remaining"] == "500000"
