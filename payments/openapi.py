@@ -33,9 +33,10 @@ ERROR = {
 
 
 def openapi_document(base_url: str, portal_url: str | None = None, *,
-                     dev: bool = False) -> dict[str, Any]:
+                     dev: bool = False, console_url: str | None = None) -> dict[str, Any]:
     """With ``portal_url``, also the portal host's JSON endpoints (their own ``servers``);
-    the dev wallet's only when ``dev``."""
+    the dev wallet's only when ``dev``. With ``console_url``, the routes only the console
+    host has name it as their server."""
     return {
         "openapi": "3.1.0",
         "info": {"title": "Small-payment settlement service", "version": "1.2.0",
@@ -67,7 +68,7 @@ def openapi_document(base_url: str, portal_url: str | None = None, *,
                     "503": {"description": "a required dependency is down"},
                 },
             }},
-            **developer_paths(),
+            **developer_paths(console_url),
             **config.config_paths(),
             **runtime.runtime_paths(),
             **webhooks.webhook_paths(),

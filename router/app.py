@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.applications import Starlette
+from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -302,7 +303,8 @@ def _docs_host(settings: Settings) -> Starlette:
 
     async def openapi(request: object) -> JSONResponse:
         return JSONResponse(openapi_document(settings.base_url, settings.portal_url,
-                                             dev=settings.dev))
+                                             dev=settings.dev,
+                                             console_url=settings.console_url))
 
     def schema_route(name: str) -> Route:
         # Built once: the packaged file with this deployment's {docs_url} as its $id.
@@ -325,7 +327,7 @@ def _docs_host(settings: Settings) -> Starlette:
     listing = {"documents": [{"url": f"{settings.docs_url}/{name}", "describes": what}
                              for name, what in described.items()]}
 
-    async def index(request: object) -> JSONResponse:
+    async def index(request: Request) -> JSONResponse:
         # What this host serves, so that its root is not a bare 404.
         return JSONResponse(listing, headers={"access-control-allow-origin": "*"})
 

@@ -26,7 +26,7 @@ _SECRET_VALUES = (
 _SECRET_KEYS = re.compile(
     r"(?:^|[_-]|(?<=[a-z0-9])(?=[A-Z]))"
     r"(?i:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|"
-    r"credentials?|mnemonic|seed[_-]?phrase)$")
+    r"credentials?|mnemonic|seed[_-]?phrase)\s*\Z")  # "password\n" is still a password
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -34,7 +34,7 @@ _SECRET_VALUES = (
 _SECRET_KEYS = re.compile(
     r"(?:^|[_-]|(?<=[a-z0-9])(?=[A-Z]))"
     r"(?i:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|"
-    r"credentials?|mnemonic|seed[_-]?phrase)$")
+    r"credentials?|mnemonic|seed[_-]?phrase)\s*\Z")  # "password\n" is still a password
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,21 @@ APP_REF = {"name": "app", "in": "path", "required": True, "schema": STR,
            "description": "app id (zapp_...) or slug"}
 
 
-def developer_paths() -> dict[str, Any]:
+# Mounted on the console host only: a console session's, never reachable with a grant on
+# the API host, so the document names the console as their server.
+CONSOLE_ONLY_PATHS = ("/api/developer/cli/approve", "/api/developer/keys",
+                      "/api/developer/keys/{key}", "/api/developer/keys/{key}/revoke")
+
+
+def developer_paths(console_url: str | None = None) -> dict[str, Any]:
+    paths = _developer_paths()
+    if console_url is not None:
+        for path in CONSOLE_ONLY_PATHS:
+            paths[path]["servers"] = [{"url": console_url, "description": "the console host"}]
+    return paths
+
+
+def _developer_paths() -> dict[str, Any]:
     p = "/api/developer"
     product_body = _obj(template=STR, slug=STR, sku=STR, name=STR, priceAtomic=STR,
                         riskMode={"enum": ["optimistic", "settled_first"]},

@@ -26,7 +26,7 @@ class Cors:
         self._portal = portal_origin
         self._runtime = re.compile(
             rf"^{re.escape(apps_scheme)}://[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?"
-            rf"\.{re.escape(apps_domain)}(?::\d{{1,5}})?$")
+            rf"\.{re.escape(apps_domain)}(?::\d{{1,5}})?\Z")
 
     def plausible(self, origin: str | None) -> bool:
         if not origin:

@@ -7,7 +7,7 @@ with the newline. Our patterns end in ``\\Z``; the last test keeps it that way.
 
 from __future__ import annotations
 
-import re
+import ast
 from pathlib import Path
 
 import pytest
@@ -36,13 +36,36 @@ def test_a_slug_with_a_newline_is_not_a_slug() -> None:
     assert not is_valid_slug("game\n")
 
 
-def test_no_anchored_pattern_of_ours_ends_in_dollar() -> None:
-    """``re.compile(r"^...$")`` is the shape that let the newline through."""
+def _pattern_tail(node: ast.expr) -> str | None:
+    """The literal text a pattern argument ends with: a string, the last piece of an
+    f-string, or the right side of a concatenation."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values:
+        return _pattern_tail(node.values[-1])
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _pattern_tail(node.right)
+    return None
+
+
+def test_no_pattern_of_ours_ends_in_dollar() -> None:
+    """``re.compile(r"...$")``, on one line or several, is the shape that let the newline
+    through; ``$`` before a final ``\\n`` is never what these patterns mean."""
     found = []
     for package in PACKAGES:
         for path in (ROOT / package).rglob("*.py"):
-            text = path.read_text(encoding="utf-8")
-            for match in re.finditer(r're\.compile\(r?"(\^[^"]*)\$"', text):
-                line = text.count("\n", 0, match.start()) + 1
-                found.append(f"{path.relative_to(ROOT)}:{line}")
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr in ("compile", "match", "search")
+                        and isinstance(node.func.value, ast.Name)
+                        and node.func.value.id == "re" and node.args):
+                    tail = _pattern_tail(node.args[0])
+                    if tail is not None and tail.endswith("$"):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == [], found
+
+
+def test_the_scan_sees_patterns_over_several_lines() -> None:
+    tree = ast.parse('re.compile(\n    rf"^{x}"\n    r"\\.y$")')
+    call = tree.body[0].value  # type: ignore[attr-defined]
+    assert _pattern_tail(call.args[0]) == "\\.y$"
