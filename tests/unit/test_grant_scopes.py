@@ -53,3 +53,10 @@ def test_a_plan_needs_the_write_scope_of_each_kind_of_change_it_makes() -> None:
     assert plan.write_scopes == ["apps:write", "runtime:write", "products:write",
                                  "webhooks:write"]
     assert Plan("game", "merge", None, ops=[Op("unchanged", "app", "game")]).write_scopes == []
+
+
+def test_the_cli_asks_for_the_scopes_the_config_api_needs() -> None:
+    """svc imports no server package, so it spells the list itself; this pins the two."""
+    from payments.developer.grants import CONFIG_SCOPES
+    from svc.commands.config_init import CONFIG_SCOPES as ASKED
+    assert ASKED.split(",") == list(CONFIG_SCOPES)
