@@ -13,15 +13,12 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
 from payments.config.models import ConfigRevision
 from payments.models import App, Product, ProductStatus
-from payments.openapi import openapi_document
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
 from tests.developer.test_api import World
 from tests.factories import add_developer, add_owned_app
-from tests.support.router import RouterFactory
 from tests.test_openapi_ledger import Exchange, check_exchange
 
 P = "/api/developer/config"
@@ -85,19 +82,6 @@ class Api:
         assert answer.status_code == 200, answer.text
         found: list[dict[str, Any]] = answer.json()["revisions"]
         return found
-
-
-@pytest.fixture
-def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[World]:
-    developer_id, org_id = add_developer(sessions)
-    add_owned_app(sessions, org_id, "game")
-    with start_router() as router:
-        yield World(router, sessions, developer_id, org_id)
-
-
-@pytest.fixture
-def description(world: World) -> dict[str, Any]:
-    return openapi_document(world.router.settings.base_url)
 
 
 @pytest.fixture

@@ -5,12 +5,10 @@ anything is written, so config is no way around ``webhooks:write`` and the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
 
 from manifest.url_policy import UrlPolicy
 from payments.config.apply import apply_config
@@ -21,30 +19,14 @@ from payments.developer.auth import Principal
 from payments.developer.models import CliGrant
 from payments.errors import ApiError
 from payments.models import App, Product, RuntimeStatus
-from payments.openapi import openapi_document
 from payments.webhooks.models import WebhookEndpoint
 from payments.webhooks.signing_secrets import SecretBox
 from tests.config.test_config_api import HOOK, PAY_TO, Api, P, config
 from tests.developer.test_api import World
-from tests.factories import add_developer, add_owned_app
-from tests.support.router import RouterFactory
 
 SPEC_SCOPES = ["apps:read", "apps:write", "products:write", "webhooks:write", "runtime:write",
                "keys:create"]
 ORIGIN = "http://127.0.0.1:9"
-
-
-@pytest.fixture
-def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[World]:
-    developer_id, org_id = add_developer(sessions)
-    add_owned_app(sessions, org_id, "game")
-    with start_router() as router:
-        yield World(router, sessions, developer_id, org_id)
-
-
-@pytest.fixture
-def description(world: World) -> dict[str, Any]:
-    return openapi_document(world.router.settings.base_url)
 
 
 def declaring(**parts: Any) -> dict[str, Any]:
