@@ -125,8 +125,8 @@ def _runtime_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser
                            help="your deployed HTTPS origin (else [runtime] origin in svc.toml)")
     configure.add_argument("--app-path", default="/", metavar="PATH",
                            help="the runtime app path (default /)")
-    configure.add_argument("--entry-path", default="/", metavar="PATH",
-                           help="the browser return entry path (default /)")
+    configure.add_argument("--entry-path", default=None, metavar="PATH",
+                           help="the browser return entry path (default: the app path)")
     configure.set_defaults(run=runtime.configure)
     for name, run, text in (
             ("verify", runtime.verify, "check the manifest and routes; active when all pass"),

@@ -71,8 +71,13 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
     ids: dict[str, Any] = {"app": target.id, "products": {}, "webhook": None}
     for op in plan.ops[1:]:
         if op.resource == "runtime" and op.op != "unchanged":
+            # The entry path follows the app path (as configure's default), unless the
+            # console or CLI set it apart from it.
+            entry = target.runtime_entry_path
+            if entry is None or entry == target.runtime_app_path:
+                entry = op.spec["appPath"]
             operations.configure(session, target, op.spec["origin"], op.spec["appPath"],
-                                 target.runtime_entry_path or "/")
+                                 entry)
         elif op.resource == "webhook":
             ids["webhook"] = _apply_webhook(session, target, op, context, box, now, secrets)
     ids["products"] = apply_product_ops(session, target,

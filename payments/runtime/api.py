@@ -103,8 +103,10 @@ class RuntimeApi:
         await self._limit(request, CHANGE_LIMIT)  # authenticates first
         body = read_body()
         origin = self._origin(field_str(body, "origin", max_length=2048))
-        app_path = _path(body, "appPath")
-        entry_path = _path(body, "entryPath")
+        app_path = _path(body, "appPath", "/")
+        # Where a full-page authorization return lands: the app's own screen unless told
+        # otherwise (spec 2.8 defaults both to /; an app at /play returns to /play).
+        entry_path = _path(body, "entryPath", app_path)
 
         def work(session: Session, who: Principal) -> tuple[dict[str, Any], bool]:
             app = who.app(session, ref, WRITE_SCOPE)
@@ -181,8 +183,8 @@ class RuntimeApi:
         return f"{checked.scheme}://{checked.host_header}"
 
 
-def _path(body: dict[str, Any], name: str) -> str:
-    value = body.get(name, "/")
+def _path(body: dict[str, Any], name: str, default: str) -> str:
+    value = body.get(name, default)
     if value is None or not is_concrete_path(value):
         raise ApiError("invalid_field", 422, f"'{name}' must be a concrete path such as \"/\" "
                        f"or \"/play\" (starting with one '/', no query or fragment, at most "

@@ -32,7 +32,9 @@ def configure(args: argparse.Namespace, out: Output) -> int:
     if not origin:
         raise usage("Which origin? Pass --origin https://<your domain> or set [runtime] "
                     f"origin in {PROJECT_FILE}.")
-    body = {"origin": origin, "appPath": args.app_path, "entryPath": args.entry_path}
+    body = {"origin": origin, "appPath": args.app_path}
+    if args.entry_path is not None:  # otherwise the service takes the app path
+        body["entryPath"] = args.entry_path
     result = _call(args, "POST", "configure", body)
     runtime = result["runtime"]
     out.emit(result, [line for line in [

@@ -12,9 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from payments.config.models import ConfigRevision
+from payments.db import transaction
 from payments.models import App, Product, ProductStatus
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
 from tests.developer.test_api import World
@@ -481,3 +482,25 @@ def test_a_pay_to_with_a_trailing_newline_is_refused(world: World, console: Api)
     assert applied.status_code in (409, 422), applied.text
     with world.sessions() as session:
         assert session.scalars(select(App).where(App.slug == "arcade")).first() is None
+
+
+def test_the_entry_path_follows_the_app_path_unless_set_apart(world: World,
+                                                            console: Api) -> None:
+    def declared(app_path: str) -> dict[str, Any]:
+        document = config()
+        document["runtime"] = {**document["runtime"], "appPath": app_path}
+        return document
+
+    def paths() -> tuple[str | None, str | None]:
+        with world.sessions() as session:
+            app = session.scalars(select(App).where(App.slug == "arcade")).one()
+            return app.runtime_app_path, app.runtime_entry_path
+
+    assert console.apply(declared("/play")).status_code == 201
+    assert paths() == ("/play", "/play")
+    # Set apart (the console or `svc runtime configure --entry-path`): kept.
+    with transaction(world.sessions) as session:
+        session.execute(update(App).where(App.slug == "arcade").values(
+            runtime_entry_path="/home"))
+    assert console.apply(declared("/arena")).status_code == 201
+    assert paths() == ("/arena", "/home")

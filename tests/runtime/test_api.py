@@ -223,3 +223,18 @@ def test_runtime_changes_are_limited_per_developer(world: World) -> None:
     assert limited.json()["code"] == "rate_limited"
     assert 0 < int(limited.headers["retry-after"]) <= CHANGE_LIMIT.per_seconds
     assert configure(writer, world.origin_url).status_code == 429  # one budget for changes
+
+
+def test_the_entry_path_follows_the_app_path_unless_given(world: World) -> None:
+    """Spec 2.8 defaults both to /; an app at /play has its full-page returns land there
+    (the reference app's manifest says entryPath = appPath), unless set apart."""
+    api = world.api(world.grant("runtime:write"))
+    played = configure(api, world.origin_url, appPath="/play")
+    assert played.status_code == 200, played.text
+    assert (played.json()["runtime"]["appPath"], played.json()["runtime"]["entryPath"]) == (
+        "/play", "/play")
+    apart = configure(api, world.origin_url, appPath="/play", entryPath="/")
+    assert apart.json()["runtime"]["entryPath"] == "/"
+    plain = configure(api, world.origin_url)
+    assert (plain.json()["runtime"]["appPath"], plain.json()["runtime"]["entryPath"]) == (
+        "/", "/")

@@ -61,9 +61,12 @@ def test_runtime_lifecycle_through_the_cli(live: World) -> None:
     runtime = json.loads(done.stdout)["runtime"]
     assert (runtime["status"], runtime["origin"], runtime["appPath"]) == (
         "pending_verification", world.origin_url, "/play")
+    # Not given, the entry path follows the app path: a full-page return lands on /play.
+    assert runtime["entryPath"] == "/play"
 
     # A manifest with a wrong pay_to and a null app path: readable failures, exit 1.
-    world.origin.manifest = {**good_manifest(world.app_id, SLUG, pay_to="0x" + "ab" * 20),
+    world.origin.manifest = {**good_manifest(world.app_id, SLUG, pay_to="0x" + "ab" * 20,
+                                             entryPath="/play"),
                              "app_path": None, "runtimeOrigin": world.origin_url}
     del world.origin.manifest["appPath"]
     failed = world.svc("runtime", "verify")
@@ -85,7 +88,7 @@ def test_runtime_lifecycle_through_the_cli(live: World) -> None:
 
     # Fixed: active, but the hostname is not public before its domain is approved.
     world.origin.manifest = good_manifest(world.app_id, SLUG, appPath="/play",
-                                          runtimeOrigin=world.origin_url)
+                                          entryPath="/play", runtimeOrigin=world.origin_url)
     passed = world.svc("runtime", "verify")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Verified: all 13 checks passed. Status: active." in passed.stdout
