@@ -67,15 +67,20 @@ def main(argv: list[str] | None = None) -> int:
     return int(failure.exit_code)
 
 
+JSON_HELP = "print JSON, one object a line"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="svc", description="Developer CLI for the service.")
     parser.add_argument("--version", action="version", version=f"svc {__version__}")
     parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
     groups = parser.add_subparsers(metavar="GROUP")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="print JSON, one object a line")
-    # After the command too. SUPPRESS: a subcommand's own default would otherwise overwrite
-    # the True that a --verbose before the command put there.
+    # Both before and after the command. SUPPRESS: a subcommand's own default would
+    # otherwise overwrite the True that a flag before the command put there.
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help=JSON_HELP)
     common.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
                         help=VERBOSE_HELP)
     common.add_argument("--api-url", metavar="URL",

@@ -78,3 +78,23 @@ def test_urls_are_shown_without_secrets() -> None:
                     "&limit=5&apiKey=[redacted]&token=[redacted]&status=failed")
     for secret in ("user", "pw", "abc123", "sum_x1", "=k&", "=t&"):
         assert secret not in text
+
+
+def test_json_before_or_after_the_command_prints_the_same(world: World) -> None:
+    """Like --verbose, --json is read on either side of the command (spec 4.10's flags)."""
+    import json
+    signed_in(world, "apps:read,products:write")
+    ok(world, "product", "create", "--product", "retry", "--name", "Retry", "--price", "0.01")
+    before, after = run(world, "--json", "product", "list"), run(world, "product", "list",
+                                                                   "--json")
+    assert before.returncode == after.returncode == 0, (before.stderr, after.stderr)
+    assert json.loads(before.stdout) == json.loads(after.stdout)
+    assert "retry" in before.stdout
+    plain = run(world, "product", "list")
+    assert plain.returncode == 0
+    try:
+        json.loads(plain.stdout)
+    except ValueError:
+        pass  # a table for people, as without the flag
+    else:
+        raise AssertionError(f"plain output parsed as JSON: {plain.stdout!r}")
