@@ -215,8 +215,13 @@ def _apply_policy(product: ProductFields, policy: Any) -> None:
     if "maxAmountAtomic" in trusted:
         raw = trusted["maxAmountAtomic"]
         # Named in full: a bare "maxAmountAtomic" is the product's dynamic-order bound.
-        product.trusted_charge_max_atomic = (None if raw is None else atomic_amount(
-            raw, "riskPolicy.trustedServerCharge.maxAmountAtomic"))
+        name = "riskPolicy.trustedServerCharge.maxAmountAtomic"
+        cap = None if raw is None else atomic_amount(raw, name)
+        if cap == 0:  # as the config schema: no trusted charge at all is enabled: false
+            raise ApiError("invalid_amount", 422, f"'{name}' must be above zero, or null for "
+                           "no cap; to allow no trusted charges, set 'enabled' to false.",
+                           field=name)
+        product.trusted_charge_max_atomic = cap
 
 
 def _check_pricing(product: ProductFields) -> None:

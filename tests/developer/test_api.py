@@ -253,6 +253,11 @@ def test_console_session_creates_app_and_notifies_operators(world: World) -> Non
                       "minAmountAtomic": digits, "maxAmountAtomic": "20"},
                      {"priceAtomic": "10", "riskPolicy": {"trustedServerCharge": {
                          "maxAmountAtomic": digits}}})],
+    # A cap of 0 allows nothing: config refuses it too; "enabled": false says so.
+    *[("POST", "/api/developer/apps/game/products",
+       json.dumps({"slug": "a", "name": "A", "priceAtomic": "10", "riskPolicy": {
+           "trustedServerCharge": {"enabled": True, "maxAmountAtomic": zero}}}).encode(),
+       "invalid_amount") for zero in ("0", 0)],
     ("POST", "/api/developer/apps", b"x" * 70_000, "payload_too_large"),
 ])
 def test_bad_input_gets_the_envelope(world: World, method: str, path: str, body: bytes,
