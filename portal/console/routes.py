@@ -21,6 +21,13 @@ async def home(request: Request) -> Response:
     return RedirectResponse("/apps", status_code=303)
 
 
+async def to_key_list(request: Request) -> Response:
+    """A form's target opened as a page (back, reload, a bookmark of the secret page): the
+    list it came from, never a 405; the secret is not shown again."""
+    app = request.path_params.get("app")
+    return RedirectResponse(f"/apps/{app}#keys" if app else "/keys#keys", status_code=303)
+
+
 def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list[Route]:
     console = Console(services, runtime_url)
     account, apps, cli = AccountPages(console), AppPages(console), CliPages(console)
@@ -44,6 +51,7 @@ def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list
         Route("/apps/{app}/products", apps.add_product, methods=post),
         Route("/apps/{app}/products/{product}", apps.update_product, methods=post),
         Route("/apps/{app}/keys", apps.create_key, methods=post),
+        Route("/apps/{app}/keys", to_key_list, methods=get),
         Route("/apps/{app}/keys/{key}/revoke", apps.revoke_key, methods=post),
         Route("/apps/{app}/webhooks", WebhookPage(console).show, methods=get),
         Route("/apps/{app}/runtime", RuntimePage(console).show, methods=get),
@@ -51,6 +59,7 @@ def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list
         Route("/apps/{app}/config/{revision}", revisions.show, methods=get),
         Route("/keys", org_keys.show, methods=get),
         Route("/keys/new", org_keys.create, methods=post),
+        Route("/keys/new", to_key_list, methods=get),
         Route("/keys/{key}/revoke", org_keys.revoke, methods=post),
         Route("/device", cli.device, methods=get),
         Route("/cli/approve", cli.approve_form, methods=get),

@@ -66,3 +66,17 @@ def test_organization_keys_page(console: Console, developer: tuple[str, str],
         assert f"…{secret[-4:]}" not in stranger.get("/keys").text
         theirs = _post(stranger, f"/keys/{key.id}/revoke", {})
         assert theirs.status_code == 404 and "key_not_found" in theirs.text
+
+
+def test_a_key_forms_target_opened_as_a_page_leads_back_to_its_list(
+        console: Console, developer: tuple[str, str], sessions: sessionmaker[Session]) -> None:
+    """Back or reload on the secret page asks for the form's target with GET: the list it
+    came from, not a 405, and never the secret again."""
+    add_owned_app(sessions, developer[1], "game")
+    with console.client() as client:
+        log_in(client)
+        for target, back in (("/keys/new", "/keys#keys"), ("/apps/game/keys",
+                                                          "/apps/game#keys")):
+            opened = client.get(target, follow_redirects=False)
+            assert (opened.status_code, opened.headers["location"]) == (303, back), target
+            assert client.get(back.split("#")[0]).status_code == 200
