@@ -181,6 +181,11 @@ class Relayer:
             signed = self._chain.sign_relay_permit(job.owner, job.value, job.deadline,
                                                    bytes.fromhex(job.signature[2:]))
         except ChainRevert as exc:
+            if self._chain.permit_nonce(job.owner) > job.nonce:
+                # Used between the check above and this estimate (another worker's send,
+                # or anyone's, mined meanwhile): on chain all the same. Failing it would
+                # revoke a budget the chain backs.
+                return self._settle_status(job, RelayStatus.RELAYED, None, None)
             return self._settle_status(job, RelayStatus.FAILED, None, describe_revert(exc.info))
         self._checkpoint("signed")
         if not self._record(job, signed):

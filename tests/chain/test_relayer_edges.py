@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from eth_account import Account
 from eth_utils.address import to_checksum_address
@@ -232,3 +234,52 @@ def test_a_recorded_revoke_whose_nonce_went_elsewhere_is_sent_once_more(world: W
     assert world.authorization(auth).revoke_relay_status == RelayStatus.RELAYED
     assert _relayer_sends(world) == sends + 2  # the batch and one revoke
     assert world.chain.allowance(user.address) == 0
+
+
+class _StaleNonceOnce:
+    """The chain as a relayer sees it in a race: its first read of the permit nonce comes
+    from before another worker's send was mined; everything else is the real chain."""
+
+    def __init__(self, chain: Any, stale: int) -> None:
+        self._chain: Any = chain
+        self._stale: int | None = stale
+
+    def permit_nonce(self, owner: str) -> int:
+        if self._stale is not None:
+            stale, self._stale = self._stale, None
+            return stale
+        return int(self._chain.permit_nonce(owner))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._chain, name)
+
+
+def test_a_permit_sent_by_another_worker_meanwhile_is_relayed_not_failed(
+        world: World) -> None:
+    """Two relayers on one queue (docs/deploy.md warns against it, and it happens in a
+    rolling restart): the other's send is mined between this one's nonce check and its gas
+    estimate, which then reverts. The permit is on chain: its budget must stay active."""
+    from typing import cast
+
+    from payments.chain.relayer import Relayer
+    from payments.chain.web3_chain import Web3Chain
+    user = wallet(0)
+    auth = world.authorize(user)
+    seq = world.charge(user)
+    row = world.authorization(auth)
+    signature = bytes.fromhex(row.signature[2:])
+    # The other worker's send, mined.
+    world.chain.transact_as(world.owner_key, world.chain.token.functions.permit(
+        to_checksum_address(user.address), SPENDER, row.value_atomic,
+        int(row.deadline.timestamp()), signature[64], signature[:32], signature[32:64]))
+    assert world.chain.permit_nonce(user.address) == row.nonce + 1
+
+    racing = cast(Web3Chain, _StaleNonceOnce(world.chain, row.nonce))
+    Relayer(world.sessions, racing, receipt_timeout=5.0).run_once()
+
+    after = world.authorization(auth)
+    assert (after.status, after.relay_status) == (AuthorizationStatus.ACTIVE,
+                                                  RelayStatus.RELAYED)
+    with world.sessions() as session:
+        charge = session.get(Charge, seq)
+        assert charge is not None and charge.settlement_status is SettlementStatus.QUEUED
