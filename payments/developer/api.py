@@ -21,7 +21,13 @@ from payments.apps import check_distribution_targets, check_entry_url_field, set
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal, credentials, run_as
-from payments.developer.keys import create_key, revoke_key, update_key
+from payments.developer.keys import (
+    create_key,
+    key_changes,
+    new_key_fields,
+    revoke_key,
+    update_key,
+)
 from payments.developer.models import ApiKey, CliGrant
 from payments.developer.services import DeveloperServices
 from payments.developer.views import app_view, grant_view, key_view
@@ -238,14 +244,11 @@ class DeveloperApi:
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "keys:create")
-            body = read_body()
-            label = field_str(body, "label", required=False, max_length=120, default="")
-            scopes = field_str_list(body, "scopes")
-            environment = field_str(body, "environment", required=False, default="test")
+            fields = new_key_fields(read_body())
             assert app.organization_id is not None
             created = create_key(session, organization_id=app.organization_id, app_id=app.id,
-                                 label=label or "", scopes=scopes,
-                                 environment=environment or "test",
+                                 label=fields.label, scopes=fields.scopes,
+                                 environment=fields.environment,
                                  created_by=who.developer_id, now=self.s.clock())
             # The only response that ever carries the secret.
             return {"key": key_view(created.key), "secret": created.secret}
@@ -258,11 +261,7 @@ class DeveloperApi:
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "keys:create")
-            body = read_body()
-            label = field_str(body, "label", required=False, max_length=120)
-            scopes = field_str_list(body, "scopes")
-            if label is None and scopes is None:
-                raise ApiError("missing_field", 422, "Send 'label' and/or 'scopes' to change.")
+            label, scopes = key_changes(read_body())
             key = _app_key(session, app, key_id)
             update_key(key, label=label, scopes=scopes)
             session.flush()

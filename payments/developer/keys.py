@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -11,6 +12,7 @@ from sqlalchemy.orm import Session
 from payments.developer.models import ApiKey
 from payments.developer.tokens import new_token, token_hash
 from payments.errors import ApiError
+from payments.http import field_str, field_str_list
 from payments.ids import IdPrefix
 
 DEFAULT_KEY_SCOPES = ("orders:create", "orders:read", "receipts:read", "deliveries:read")
@@ -23,6 +25,30 @@ ENVIRONMENTS = ("test", "live")
 class CreatedKey:
     secret: str  # returned once, never stored
     key: ApiKey
+
+
+@dataclass(frozen=True)
+class NewKeyFields:
+    label: str
+    scopes: list[str] | None
+    environment: str
+
+
+def new_key_fields(body: dict[str, Any]) -> NewKeyFields:
+    """A create-key body, app or organization key alike: label, scopes, environment."""
+    label = field_str(body, "label", required=False, max_length=120, default="")
+    scopes = field_str_list(body, "scopes")
+    environment = field_str(body, "environment", required=False, default="test")
+    return NewKeyFields(label or "", scopes, environment or "test")
+
+
+def key_changes(body: dict[str, Any]) -> tuple[str | None, list[str] | None]:
+    """A change-key body: the new label and/or scopes; at least one of them."""
+    label = field_str(body, "label", required=False, max_length=120)
+    scopes = field_str_list(body, "scopes")
+    if label is None and scopes is None:
+        raise ApiError("missing_field", 422, "Send 'label' and/or 'scopes' to change.")
+    return label, scopes
 
 
 def mask(secret: str) -> str:

@@ -18,11 +18,10 @@ from starlette.routing import Route
 
 from payments.developer import org_keys
 from payments.developer.auth import Principal, credentials, run_as
-from payments.developer.keys import revoke_key, update_key
+from payments.developer.keys import key_changes, new_key_fields, revoke_key, update_key
 from payments.developer.services import DeveloperServices
 from payments.developer.views import key_view
-from payments.errors import ApiError
-from payments.http import field_str, field_str_list, json_after_auth
+from payments.http import field_str, json_after_auth
 from payments.ratelimit import Limit
 
 
@@ -54,13 +53,11 @@ class OrganizationKeyApi:
         def work(session: Session, who: Principal) -> dict[str, Any]:
             who.require_session(org_keys.ACTION)  # before the body: a grant learns nothing
             body = read_body()
-            label = field_str(body, "label", required=False, max_length=120, default="")
-            scopes = field_str_list(body, "scopes")
-            environment = field_str(body, "environment", required=False, default="test")
+            fields = new_key_fields(body)
             organization = field_str(body, "organizationId", required=False, max_length=48)
             created = org_keys.create_organization_key(
-                session, who, organization_id=organization, label=label or "", scopes=scopes,
-                environment=environment or "test", now=self.s.clock())
+                session, who, organization_id=organization, label=fields.label,
+                scopes=fields.scopes, environment=fields.environment, now=self.s.clock())
             # The only response that ever carries the secret.
             return {"key": key_view(created.key), "secret": created.secret}
         return JSONResponse(await self._as(request, work, self.s.limits.key_management),
@@ -72,11 +69,7 @@ class OrganizationKeyApi:
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             who.require_session(org_keys.ACTION)
-            body = read_body()
-            label = field_str(body, "label", required=False, max_length=120)
-            scopes = field_str_list(body, "scopes")
-            if label is None and scopes is None:
-                raise ApiError("missing_field", 422, "Send 'label' and/or 'scopes' to change.")
+            label, scopes = key_changes(read_body())
             key = org_keys.organization_key(session, who, key_id)
             update_key(key, label=label, scopes=scopes)
             session.flush()
