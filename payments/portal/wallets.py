@@ -66,7 +66,8 @@ def next_permit_nonce(session: Session, owner: str, chain_nonce: int | None) -> 
 
     The token's ``nonces(owner)`` only moves when the relayer sends a permit, so a budget
     or revoke signed but not relayed yet still holds the next value: take whichever is
-    higher, the chain's or one past every nonce the ledger has recorded for the wallet
-    (the relayer sends them in nonce order; the ledger refuses any lower one).
+    higher, the chain's or ``recorded_nonce_limit``: one past every nonce the ledger has
+    recorded for the wallet but those whose relay failed (the relayer sends them in nonce
+    order; the ledger refuses any lower one).
     """
     return max(recorded_nonce_limit(session, owner), chain_nonce or 0)
