@@ -75,8 +75,9 @@ class RuntimeHost:
         """Returns once ``slug`` is no longer served. An open WebSocket asks the gate again
         every ``websocket_gate_interval`` through the app cache, as every HTTP request
         does, so it is closed within that interval plus the age of the cached entry (its
-        TTL; a published change drops it at once). A failed lookup leaves the socket open
-        until one says otherwise: the app's state is unknown, not changed."""
+        TTL; a published change drops it at once). A lookup the database fails leaves the
+        socket open until one says otherwise: the app's state is unknown, not changed. Any
+        other error ends the watch, and the socket is closed (websocket_proxy._pump)."""
         directory = self._resources.app_directory()
         while True:
             await asyncio.sleep(self._settings.websocket_gate_interval)
