@@ -47,7 +47,7 @@ from svc.backend_models import (
 from svc.client import DEFAULT_TIMEOUT, ServiceUnreachable
 from svc.loopback import AsyncLoopbackNames, LoopbackNames
 from svc.proofs import ProofError, verify_payment_proof
-from svc.trace import Traced
+from svc.trace import AsyncTraced, Traced
 
 __all__ = [
     "AnswerError", "AsyncBackendClient", "BackendClient", "BackendError", "Connection",
@@ -206,7 +206,7 @@ class AsyncBackendClient(_Backend):
                  max_retry_delay: float = 5.0) -> None:
         super().__init__(api_url, api_key, retries, max_retry_delay)
         self._http = httpx.AsyncClient(headers=self.headers, timeout=timeout,
-                                       transport=AsyncLoopbackNames(transport),
+                                       transport=AsyncTraced(AsyncLoopbackNames(transport)),
                                        follow_redirects=False)
 
     async def __aenter__(self) -> AsyncBackendClient:

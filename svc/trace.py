@@ -7,7 +7,8 @@ secret back in one). The URL is shown without user info, query values under secr
 names are masked, and anything shaped like one of our secrets is masked wherever it is.
 
 Switched on for one CLI run by :func:`tracing`; the clients wrap their transport in
-:class:`Traced`, which passes requests through untouched while tracing is off.
+:class:`Traced` (:class:`AsyncTraced` for ``AsyncBackendClient``), which pass requests
+through untouched while tracing is off.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from types import TracebackType
 from typing import TextIO
 from urllib.parse import parse_qsl, urlencode
 
@@ -47,10 +49,34 @@ def shown_url(url: httpx.URL) -> str:
     return _SECRET.sub(lambda m: m.group(0).split("_", 1)[0] + "_" + MASK, text)
 
 
-def _line(stream: TextIO, method: str, url: str, outcome: str, started: float) -> None:
-    took = (time.monotonic() - started) * 1000
-    stream.write(f"svc: {method} {url} -> {outcome} in {took:.0f} ms\n")
-    stream.flush()
+class _Exchange:
+    """One request's trace line, written when the answer's head arrives or the request
+    fails without one. The sync and async transports differ only in how they await."""
+
+    def __init__(self, request: httpx.Request) -> None:
+        self.stream = _stream.get()
+        # Before the inner transport: it may rewrite the URL (svc.loopback).
+        self.method, self.started = request.method, time.monotonic()
+        self.url = shown_url(request.url) if self.stream is not None else ""
+
+    def __enter__(self) -> _Exchange:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if isinstance(error, httpx.TransportError):
+            self._line(f"no answer ({type(error).__name__})")
+
+    def answered(self, response: httpx.Response) -> httpx.Response:
+        self._line(str(response.status_code))
+        return response
+
+    def _line(self, outcome: str) -> None:
+        if self.stream is None:
+            return
+        took = (time.monotonic() - self.started) * 1000
+        self.stream.write(f"svc: {self.method} {self.url} -> {outcome} in {took:.0f} ms\n")
+        self.stream.flush()
 
 
 class Traced(httpx.BaseTransport):
@@ -58,18 +84,20 @@ class Traced(httpx.BaseTransport):
         self.inner = inner
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        stream = _stream.get()
-        if stream is None:
-            return self.inner.handle_request(request)
-        # Before the inner transport: it may rewrite the URL (svc.loopback).
-        method, url, started = request.method, shown_url(request.url), time.monotonic()
-        try:
-            response = self.inner.handle_request(request)
-        except httpx.TransportError as error:
-            _line(stream, method, url, f"no answer ({type(error).__name__})", started)
-            raise
-        _line(stream, method, url, str(response.status_code), started)
-        return response
+        with _Exchange(request) as exchange:
+            return exchange.answered(self.inner.handle_request(request))
 
     def close(self) -> None:
         self.inner.close()
+
+
+class AsyncTraced(httpx.AsyncBaseTransport):
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        with _Exchange(request) as exchange:
+            return exchange.answered(await self.inner.handle_async_request(request))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

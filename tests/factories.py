@@ -60,6 +60,19 @@ def add_developer(sessions: sessionmaker[Session], username: str = "dev1",
         return issued.developer.id, organization_ids(session, issued.developer.id)[0]
 
 
+def add_member(sessions: sessionmaker[Session], organization_id: str, developer_id: str,
+               *, name: str | None = None) -> None:
+    """Makes the developer a member of another organization, renamed ``name`` if given."""
+    from payments.developer.models import Membership, Organization, Role
+    with transaction(sessions) as session:
+        session.add(Membership(organization_id=organization_id, developer_id=developer_id,
+                               role=Role.MEMBER))
+        organization = session.get(Organization, organization_id)
+        assert organization is not None
+        if name is not None:
+            organization.name = name
+
+
 def open_console_session(sessions: sessionmaker[Session], developer_id: str) -> tuple[str, str]:
     """A live console session; returns (cookie token, csrf token)."""
     from payments.db import utcnow

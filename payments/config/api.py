@@ -29,12 +29,16 @@ from starlette.routing import Route
 from manifest.url_policy import UrlRefused, check_webhook_url
 from payments.config.apply import apply_config
 from payments.config.document import Problem, check_document, check_mode
-from payments.config.history import revision_detail, revision_view, revisions_of
+from payments.config.history import (
+    revision_cursor,
+    revision_detail,
+    revision_view,
+    revisions_of,
+)
 from payments.config.models import ConfigRevision
 from payments.config.plan import Context, Plan, make_plan
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.developer.grants import CONFIG_SCOPES
-from payments.digits import parse_digits
 from payments.errors import ApiError
 from payments.http import field_str, json_after_auth, page_size, required_str
 from payments.ids import IdPrefix
@@ -203,7 +207,7 @@ class ConfigApi:
         query = request.query_params
         ref = query.get("app")
         limit = page_size(query.get("limit"))
-        before = _revision_number(query.get("before"))
+        before = revision_cursor(query.get("before"))
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             if not ref:
@@ -220,18 +224,6 @@ class ConfigApi:
         def work(session: Session, who: Principal) -> dict[str, Any]:
             return {"revision": revision_detail(session, _revision(session, who, ref, READ))}
         return JSONResponse(await self._as(request, work))
-
-
-def _revision_number(raw: str | None) -> int | None:
-    """``before``: list the revisions numbered below this one (the ``nextBefore`` of the
-    page before)."""
-    if raw is None:
-        return None
-    number = parse_digits(raw, 10)
-    if number is None or not 1 <= number <= 2**31 - 1:
-        raise ApiError("invalid_field", 422, "'before' must be a revision number (the "
-                       "nextBefore of the previous page).", field="before")
-    return number
 
 
 def _read(body: dict[str, Any], *, need_base: bool) -> ConfigRequest:

@@ -12,12 +12,30 @@ from sqlalchemy.orm import Session
 
 from payments.config.models import ConfigRevision
 from payments.developer.models import Developer
+from payments.digits import parse_digits
+from payments.errors import ApiError
+
+MAX_NUMBER = 2**31 - 1  # revision numbers are an INTEGER column
 
 
 @dataclass(frozen=True)
 class RevisionPage:
     revisions: list[dict[str, Any]]  # revision_view shapes, newest first
     older: int | None  # the ``before`` that lists the next, older page; None: no more
+
+
+def revision_cursor(raw: str | None, *, status: int = 422) -> int | None:
+    """A list's ``before`` as the query string has it (None: absent), for the API and the
+    console alike: 1 to MAX_NUMBER in at most 10 ASCII digits, leading zeros allowed (as the
+    API has always read it). Anything else is ``invalid_field`` with ``status``: the API
+    answers 422, as for ``limit``; a console page 400, a bad address."""
+    if raw is None:
+        return None
+    number = parse_digits(raw, 10)
+    if number is None or not 1 <= number <= MAX_NUMBER:
+        raise ApiError("invalid_field", status, "'before' must be a revision number, 1 or "
+                       "more: the revisions numbered below it are listed.", field="before")
+    return number
 
 
 def revisions_of(session: Session, app_id: str, *, before: int | None = None,

@@ -131,9 +131,9 @@ def config_paths() -> dict[str, Any]:
                 {"name": "limit", "in": "query", "required": False,
                  "schema": {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}},
                 {"name": "before", "in": "query", "required": False,
-                 "schema": {"type": "integer", "minimum": 1},
+                 "schema": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
                  "description": "list revisions numbered below this one: the previous "
-                                "page's nextBefore"}],
+                                "page's nextBefore; ASCII digits, leading zeros allowed"}],
             "responses": {"200": {"description": "success", "content": {"application/json": {
                 "schema": _obj(["app", "revisions", "nextBefore"], app=STR, revisions={
                     "type": "array", "items": _ref("ConfigRevision")},

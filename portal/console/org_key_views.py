@@ -23,7 +23,6 @@ class OrganizationKeys:
 
 def org_keys_page(nav: Nav, state: OrganizationKeys, *, done: str | None = None,
                   error: ApiError | None = None) -> HTMLResponse:
-    names = dict(state.organizations)
     body = (
         "<h1>Organization API keys</h1>"
         f"{notice(NOTICES.get(done or ''))}"
@@ -31,13 +30,24 @@ def org_keys_page(nav: Nav, state: OrganizationKeys, *, done: str | None = None,
         "those it has today and those made later. A backend serving one app is safer with "
         "that app's own key, made on the app's page. Only a developer signed in here "
         "manages organization keys; CLI grants, scoped to one app, cannot.</p>"
-        f"<section id=\"keys\" aria-labelledby=\"keys-h\"><h2 id=\"keys-h\">Keys of organization "
-        f"{escape(', '.join(names.values()))}</h2>{alert(error)}"
-        f"{key_table(nav, state.keys, '/keys')}"
+        f"<section id=\"keys\" aria-labelledby=\"keys-h\">{_key_lists(nav, state, error)}"
         "<h3>Create an organization key</h3>"
         f"{key_form(nav, '/keys/new', _organization_field(state.organizations))}</section>")
     return page("Organization keys", body, nav=nav, status=error.status if error else 200,
                 headers=error_headers(error))
+
+
+def _key_lists(nav: Nav, state: OrganizationKeys, error: ApiError | None) -> str:
+    if len(state.organizations) <= 1:
+        names = ", ".join(name for _, name in state.organizations)
+        return (f"<h2 id=\"keys-h\">Keys of organization {escape(names)}</h2>{alert(error)}"
+                f"{key_table(nav, state.keys, '/keys')}")
+    # One list per organization: a member of several could not tell their keys apart.
+    lists = "".join(
+        f"<h3>{escape(name)}</h3>"
+        f"{key_table(nav, [k for k in state.keys if k['organizationId'] == i], '/keys')}"
+        for i, name in state.organizations)
+    return f"<h2 id=\"keys-h\">Keys of your organizations</h2>{alert(error)}{lists}"
 
 
 def _organization_field(organizations: list[tuple[str, str]]) -> str:

@@ -8,13 +8,12 @@ go through ``svc config apply`` and the API (apply, rollback), which the pages n
 
 from __future__ import annotations
 
-import re
-
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import Response
 
 from payments.config.history import (
+    revision_cursor,
     revision_detail,
     revision_numbers,
     revision_of,
@@ -45,7 +44,7 @@ class RevisionPages:
 
         def work(session: Session, who: Principal) -> RevisionList:
             app = who.app(session, slug, READ)
-            before = _before(before_text)
+            before = revision_cursor(before_text, status=400)
             found = revisions_of(session, app.id, before=before, limit=self.page_size)
             targets = {r["rollbackOf"] for r in found.revisions if r["rollbackOf"]}
             return RevisionList(app.slug, before, found,
@@ -75,11 +74,3 @@ class RevisionPages:
             return self.c.failure(request, error, back=f"/apps/{slug}/config")
         return revision_page(nav, shown)
 
-
-def _before(text: str | None) -> int | None:
-    if text is None:
-        return None
-    if not re.fullmatch(r"[1-9][0-9]{0,9}", text) or int(text) >= 2**31:
-        raise ApiError("invalid_field", 400, "'before' must be a revision number.",
-                       field="before")
-    return int(text)

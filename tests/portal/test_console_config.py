@@ -201,3 +201,35 @@ def test_revisions_are_paged_by_number(console: Console, developer: tuple[str, s
             refused = client.get(f"/apps/arcade/config?before={bad}")
             assert refused.status_code == 400, bad
             assert "invalid_field" in refused.text
+
+
+def test_the_page_and_the_api_read_before_alike(console: Console, developer: tuple[str, str],
+                                                sessions: sessionmaker[Session]) -> None:
+    """One reading of ``before`` (payments.config.history.revision_cursor): the API's, which
+    has always taken leading zeros; what it refuses is its 422 envelope there and a 400
+    page here, never a 500."""
+    with session_client(console, sessions, developer[0]) as client:
+        three_revisions(client)
+
+        def both(value: str) -> tuple[httpx.Response, httpx.Response]:
+            return (client.get("/apps/arcade/config", params={"before": value}),
+                    client.get(f"{P}/revisions", params={"app": "arcade", "before": value}))
+
+        for value, numbers in (("3", [2, 1]), ("003", [2, 1]), ("0000000002", [1]),
+                               ("2147483647", [3, 2, 1])):
+            page, api = both(value)
+            assert (page.status_code, api.status_code) == (200, 200), value
+            assert [n for _, n in listed(page.text)] == numbers, value
+            assert [r["number"] for r in api.json()["revisions"]] == numbers, value
+        # Empty, zero, signed, spaced, not whole, digits that are not ASCII (a superscript,
+        # Arabic-Indic three), past the column, and longer than int() reads at all.
+        for value in ("", "0", "000", "-1", "+3", " 3", "3.5", "\u00b2", "\u0663",
+                      "2147483648", "9" * 30, "1" * 5000):
+            page, api = both(value)
+            assert api.status_code == 422, (value, api.text)
+            assert api.headers["content-type"].startswith("application/json")
+            body = api.json()
+            assert (body["code"], body["field"]) == ("invalid_field", "before"), value
+            assert "'before' must be a revision number" in body["message"]
+            assert page.status_code == 400, (value, page.text)
+            assert "invalid_field" in page.text and body["message"] in html.unescape(page.text)

@@ -7,7 +7,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.developer.models import ApiKey
-from tests.factories import add_developer, add_owned_app
+from tests.factories import add_developer, add_member, add_owned_app
 from tests.portal.conftest import PASSWORD, Console, csrf_of, log_in
 
 XSS = "<script>alert(1)</script>"
@@ -66,6 +66,42 @@ def test_organization_keys_page(console: Console, developer: tuple[str, str],
         assert f"…{secret[-4:]}" not in stranger.get("/keys").text
         theirs = _post(stranger, f"/keys/{key.id}/revoke", {})
         assert theirs.status_code == 404 and "key_not_found" in theirs.text
+
+
+def test_a_member_of_two_organizations_sees_each_keys_organization(
+        console: Console, developer: tuple[str, str], sessions: sessionmaker[Session]) -> None:
+    _, rival_org = add_developer(sessions, "dev2", PASSWORD)
+    rival = "Rival <b>&</b> Co"
+    add_member(sessions, rival_org, developer[0], name=rival)
+    shown = "Rival &lt;b&gt;&amp;&lt;/b&gt; Co"
+    with console.client() as client:
+        log_in(client)
+        secrets = {}
+        for organization, label in ((developer[1], "ours"), (rival_org, "theirs")):
+            created = _post(client, "/keys/new", {
+                "organizationId": organization, "label": label, "environment": "test",
+                "scope": ["orders:read"]})
+            assert created.status_code == 200, created.text
+            secrets[label] = created.text.split('id="secret" class="secret">')[1].split("<")[0]
+        assert f"<dt>Organization</dt><dd>{shown}</dd>" in created.text
+
+        listed = client.get("/keys").text
+        assert rival not in listed and "<b>" not in listed
+        keys = listed.split("Keys of your organizations", 1)[1].split(
+            "Create an organization key", 1)[0]
+        ours, theirs = keys.split(f"<h3>{shown}</h3>")
+        assert "<h3>dev1</h3>" in ours
+        # Each key under its own organization's name, by its masked preview only.
+        assert "ours" in ours and f"…{secrets['ours'][-4:]}" in ours and "theirs" not in ours
+        assert "theirs" in theirs and f"…{secrets['theirs'][-4:]}" in theirs
+        assert "ours" not in theirs
+        for secret in secrets.values():
+            assert secret not in listed
+    with console.client() as other:  # dev2 is in the rival organization alone
+        log_in(other, "dev2")
+        alone = other.get("/keys").text
+        assert f"Keys of organization {shown}</h2>" in alone
+        assert f"…{secrets['theirs'][-4:]}" in alone and f"…{secrets['ours'][-4:]}" not in alone
 
 
 def test_a_key_forms_target_opened_as_a_page_leads_back_to_its_list(
