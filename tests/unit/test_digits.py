@@ -1,4 +1,5 @@
-"""Whole numbers from outside are ASCII digits only (payments.digits, svc.amounts)."""
+"""Whole numbers from outside are ASCII digits only (payments.digits, svc.digits,
+svc.amounts)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from payments.digits import is_digits, parse_digits
 from router.hosts import strip_port
+from svc import digits as sdk_digits
 from svc.amounts import is_atomic_text
 from svc.backend_errors import retry_after
 from svc.ttl import parse_ttl
@@ -23,6 +25,7 @@ NOT_OURS = ["\u00b2", "1\u00b3", "\u0661\u0660\u0660", "\u0967", "\uff11\uff10",
 @pytest.mark.parametrize("text", [*NOT_OURS, "", " 1", "1 ", "+1", "-1", "1_0", "0x1", "1.0"])
 def test_only_ascii_digits_are_digits(text: str) -> None:
     assert not is_digits(text) and parse_digits(text, 10) is None and not is_atomic_text(text)
+    assert not sdk_digits.is_digits(text) and sdk_digits.parse_digits(text, 10) is None
 
 
 def test_ascii_digits_parse_within_their_bound() -> None:
@@ -30,6 +33,9 @@ def test_ascii_digits_parse_within_their_bound() -> None:
     assert parse_digits("007", 3) == 7
     assert parse_digits("1000", 3) is None
     assert parse_digits("9" * 5000, 78) is None  # int() itself would raise past 4300 digits
+    assert sdk_digits.is_digits("0123456789") and sdk_digits.parse_digits("007", 3) == 7
+    assert sdk_digits.parse_digits("1000", 3) is None
+    assert sdk_digits.parse_digits("9" * 5000, 78) is None
 
 
 def test_a_host_port_is_stripped_only_when_it_is_ascii_digits() -> None:
