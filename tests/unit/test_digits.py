@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from payments.digits import is_digits, parse_digits
+from payments.ledger.cors import Cors
 from router.hosts import strip_port
 from svc import digits as sdk_digits
 from svc.amounts import is_atomic_text
@@ -55,3 +56,16 @@ def test_the_sdk_refuses_unicode_digits_without_crashing() -> None:
         body["product"]["priceAtomic"] = amount
         with pytest.raises(WebhookVerificationError, match="not an integer string"):
             parse_event(body)
+
+
+# Starlette reads headers as Latin-1, whose only decimal digits are ASCII; Cors is a plain
+# decision over text all the same, so it holds for any caller.
+@pytest.mark.parametrize("port", ["\u0663\u0660\u0660\u0660", "\uff13\uff10\uff10\uff10",
+                                  "3\u0660"])
+def test_a_cors_origin_port_is_ascii_digits(port: str) -> None:
+    cors = Cors("https://portal.example.com", "apps.example.com", "https")
+    assert cors.plausible("http://localhost:3000")
+    assert cors.plausible("https://game.apps.example.com:8443")
+    assert not cors.plausible(f"http://localhost:{port}")
+    assert not cors.plausible(f"http://127.0.0.1:{port}")
+    assert not cors.plausible(f"https://game.apps.example.com:{port}")
