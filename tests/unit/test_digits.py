@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from examples.reference_app.catalogue import Catalogue, CatalogueError
 from payments.digits import is_digits, parse_digits
 from payments.ledger.cors import Cors
 from router.hosts import strip_port
@@ -69,3 +70,15 @@ def test_a_cors_origin_port_is_ascii_digits(port: str) -> None:
     assert not cors.plausible(f"http://localhost:{port}")
     assert not cors.plausible(f"http://127.0.0.1:{port}")
     assert not cors.plausible(f"https://game.apps.example.com:{port}")
+
+
+def _catalogue(price: object) -> Catalogue:
+    return Catalogue.from_json({"products": [{"slug": "retry", "name": "Retry",
+                                              "priceAtomic": price}]})
+
+
+@pytest.mark.parametrize("price", ["\u00b2", "\u0661\u0660", "1_0", " 10", "9" * 5000, True])
+def test_a_catalogue_price_is_ascii_digits(price: object) -> None:
+    assert _catalogue("10000").items[0].price_atomic == _catalogue(10000).items[0].price_atomic
+    with pytest.raises(CatalogueError, match="priceAtomic is not an integer string"):
+        _catalogue(price)
