@@ -13,6 +13,7 @@ and an explicit socket timeout before every read is what makes the deadline exac
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import time
@@ -27,6 +28,9 @@ from manifest.url_policy import CheckedUrl, Resolver, UrlPolicy, UrlRefused, res
 
 USER_AGENT = "svc-runtime-verifier/1"
 _READ_SIZE = 65536
+# What h11 accepts as a Content-Length. str.isdigit() would also pass "²" (Latin-1 0xB2),
+# which int() refuses.
+_LENGTH = re.compile(r"[0-9]{1,20}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +186,7 @@ class OriginClient:
                 headers = tuple((k.decode("latin-1").lower(), v.decode("latin-1"))
                                 for k, v in event.headers)
                 declared = dict(headers).get("content-length", "")
-                if declared.isdigit() and int(declared) > limit:
+                if _LENGTH.fullmatch(declared) and int(declared) > limit:
                     raise FetchFailed("too_large", f"the answer declares {declared} bytes; "
                                                    f"the limit is {limit}")
             elif isinstance(event, h11.Data):

@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Literal
 from urllib.parse import urlsplit
 
+from payments.digits import parse_digits
 from router.head_limits import HeadLimits
 
 ENV_PREFIX = "SVCSRV_"
@@ -276,9 +277,10 @@ class Settings:
         if text.count(":") == 1 or text.startswith("["):  # "ip:port" or "[ipv6]:port"
             host, _, raw = text.rpartition(":")
             host = host.strip("[]")
-            if not raw.isdigit() or not 0 < int(raw) < 65536:
+            number = parse_digits(raw, 5)
+            if number is None or not 0 < number < 65536:
                 raise SettingsError(f"{ENV_PREFIX}DNS_SERVER: bad port in {text!r}")
-            port = int(raw)
+            port = number
         try:
             ipaddress.ip_address(host)
         except ValueError:
@@ -327,10 +329,14 @@ def _networks(raw: str) -> tuple[Network, ...]:
 
 
 def _number(raw: str, name: str, cast: type[int] | type[float]) -> int | float:
-    try:
-        return cast(raw)
-    except ValueError:
-        raise SettingsError(f"{ENV_PREFIX}{name} must be a number, not {raw!r}") from None
+    # int() and float() also read other scripts' digits (Arabic-Indic U+0668 U+0660 as 80);
+    # a setting's digits are ASCII.
+    if raw.isascii():
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    raise SettingsError(f"{ENV_PREFIX}{name} must be a number, not {raw!r}")
 
 
 def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:

@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from svc.digits import is_digits
+
 RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
 RETRYABLE_CODES = frozenset({"service_unavailable", "rate_limited"})
 
@@ -94,7 +96,7 @@ def retry_after(response: httpx.Response) -> float | None:
     header = response.headers.get("retry-after")
     if header is not None:
         header = header.strip()
-        if header.isascii() and header.isdigit():  # "²" is a digit to isdigit, not to float
+        if is_digits(header):
             return float(header)
         try:
             when = email.utils.parsedate_to_datetime(header)

@@ -88,6 +88,7 @@ def test_published_copy_names_its_address() -> None:
     ("2026-01-02T03:04:05Z", True), ("2026-01-02T03:04:05.123456+00:00", True),
     ("2026-01-02 03:04:05Z", False), ("2026-01-02T03:04:05", False),
     ("2026-13-02T03:04:05Z", False), ("yesterday", False),
+    ("2026-01-02T03:04:0\u0665Z", False),  # an Arabic-Indic 5: a digit, not an RFC 3339 one
 ])
 def test_date_time_format_is_checked(value: str, valid: bool) -> None:
     assert is_date_time(value) is valid

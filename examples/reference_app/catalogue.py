@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from svc.digits import parse_digits
+
 _SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\Z")
 _PRODUCT_ID = re.compile(r"^zprod_[A-Za-z0-9]{4,64}\Z")
 
@@ -85,9 +87,11 @@ def _item(product: Any, n: int) -> Item:
         raise CatalogueError(f"products[{n}].slug is not a product slug")
     if not isinstance(name, str) or not name.strip():
         raise CatalogueError(f"products[{n}].name is missing")
-    if not isinstance(price, str | int) or not str(price).isdigit():
+    # 19 digits: the service's largest amount, 2**63 - 1, has as many.
+    price_atomic = parse_digits(str(price), 19) if isinstance(price, str | int) else None
+    if price_atomic is None:
         raise CatalogueError(f"products[{n}].priceAtomic is not an integer string")
     if product_id is not None and (not isinstance(product_id, str)
                                    or not _PRODUCT_ID.match(product_id)):
         raise CatalogueError(f"products[{n}].id is not a zprod_ id")
-    return Item(slug, name.strip(), int(price), product_id)
+    return Item(slug, name.strip(), price_atomic, product_id)

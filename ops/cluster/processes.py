@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from payments.digits import parse_digits
+
 # Below Linux's ephemeral range (32768-60999 by default): a port handed out here and bound
 # a moment later by a server cannot meanwhile become the source port of some outgoing
 # connection, which an ephemeral port (bind to 0) can under connection churn.
@@ -30,9 +32,10 @@ PORTS_ENV = "SVC_FREE_PORTS"
 
 def port_range() -> tuple[int, int]:
     raw = os.environ.get(PORTS_ENV, "")
-    low, _, high = raw.partition("-")
-    if low.isdigit() and high.isdigit() and 1024 <= int(low) < int(high) <= 65536:
-        return int(low), int(high)
+    low_text, _, high_text = raw.partition("-")
+    low, high = parse_digits(low_text, 5), parse_digits(high_text, 5)
+    if low is not None and high is not None and 1024 <= low < high <= 65536:
+        return low, high
     return _PORTS
 
 

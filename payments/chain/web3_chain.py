@@ -50,7 +50,7 @@ _ALREADY_SENT = ("already known", "known transaction", "already imported")
 # or another one, e.g. a second worker's on the same key. Only the hash tells which.
 _NONCE_HELD = ("nonce too low", "invalid transaction nonce", "replacement transaction")
 
-_NONCE_GAP = re.compile(r"expected (\d+), but got (\d+)")
+_NONCE_GAP = re.compile(r"expected ([0-9]+), but got ([0-9]+)")
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from payments.errors import ApiError, error_response
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 ALLOWED_HEADERS = "content-type, x-wallet-address, x-svc-budget-spender"
-_LOCAL = re.compile(r"^http://(localhost|127\.0\.0\.1):\d{1,5}\Z")
+_LOCAL = re.compile(r"^http://(localhost|127\.0\.0\.1):[0-9]{1,5}\Z")
 
 
 class Cors:
@@ -26,7 +26,7 @@ class Cors:
         self._portal = portal_origin
         self._runtime = re.compile(
             rf"^{re.escape(apps_scheme)}://[a-z0-9](?:[a-z0-9-]{{0,61}}[a-z0-9])?"
-            rf"\.{re.escape(apps_domain)}(?::\d{{1,5}})?\Z")
+            rf"\.{re.escape(apps_domain)}(?::[0-9]{{1,5}})?\Z")
 
     def plausible(self, origin: str | None) -> bool:
         if not origin:

@@ -23,7 +23,8 @@ MEDIA_TYPE = "application/schema+json"
 # RFC 3339 section 5.6 (what JSON Schema's "date-time" means); jsonschema checks the format
 # only with an optional package installed, so we check it ourselves.
 _DATE_TIME = re.compile(
-    r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})\Z")
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?:[Zz]|[+-][0-9]{2}:[0-9]{2})\Z")
 
 
 @cache

@@ -1,4 +1,5 @@
-"""Whole numbers from outside are ASCII digits only (payments.digits, svc.amounts)."""
+"""Whole numbers from outside are ASCII digits only (payments.digits, svc.digits,
+svc.amounts)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
+from examples.reference_app.catalogue import Catalogue, CatalogueError
 from payments.digits import is_digits, parse_digits
+from payments.ledger.cors import Cors
 from router.hosts import strip_port
+from svc import digits as sdk_digits
 from svc.amounts import is_atomic_text
 from svc.backend_errors import retry_after
 from svc.ttl import parse_ttl
@@ -23,6 +27,7 @@ NOT_OURS = ["\u00b2", "1\u00b3", "\u0661\u0660\u0660", "\u0967", "\uff11\uff10",
 @pytest.mark.parametrize("text", [*NOT_OURS, "", " 1", "1 ", "+1", "-1", "1_0", "0x1", "1.0"])
 def test_only_ascii_digits_are_digits(text: str) -> None:
     assert not is_digits(text) and parse_digits(text, 10) is None and not is_atomic_text(text)
+    assert not sdk_digits.is_digits(text) and sdk_digits.parse_digits(text, 10) is None
 
 
 def test_ascii_digits_parse_within_their_bound() -> None:
@@ -30,6 +35,9 @@ def test_ascii_digits_parse_within_their_bound() -> None:
     assert parse_digits("007", 3) == 7
     assert parse_digits("1000", 3) is None
     assert parse_digits("9" * 5000, 78) is None  # int() itself would raise past 4300 digits
+    assert sdk_digits.is_digits("0123456789") and sdk_digits.parse_digits("007", 3) == 7
+    assert sdk_digits.parse_digits("1000", 3) is None
+    assert sdk_digits.parse_digits("9" * 5000, 78) is None
 
 
 def test_a_host_port_is_stripped_only_when_it_is_ascii_digits() -> None:
@@ -49,3 +57,28 @@ def test_the_sdk_refuses_unicode_digits_without_crashing() -> None:
         body["product"]["priceAtomic"] = amount
         with pytest.raises(WebhookVerificationError, match="not an integer string"):
             parse_event(body)
+
+
+# Starlette reads headers as Latin-1, whose only decimal digits are ASCII; Cors is a plain
+# decision over text all the same, so it holds for any caller.
+@pytest.mark.parametrize("port", ["\u0663\u0660\u0660\u0660", "\uff13\uff10\uff10\uff10",
+                                  "3\u0660"])
+def test_a_cors_origin_port_is_ascii_digits(port: str) -> None:
+    cors = Cors("https://portal.example.com", "apps.example.com", "https")
+    assert cors.plausible("http://localhost:3000")
+    assert cors.plausible("https://game.apps.example.com:8443")
+    assert not cors.plausible(f"http://localhost:{port}")
+    assert not cors.plausible(f"http://127.0.0.1:{port}")
+    assert not cors.plausible(f"https://game.apps.example.com:{port}")
+
+
+def _catalogue(price: object) -> Catalogue:
+    return Catalogue.from_json({"products": [{"slug": "retry", "name": "Retry",
+                                              "priceAtomic": price}]})
+
+
+@pytest.mark.parametrize("price", ["\u00b2", "\u0661\u0660", "1_0", " 10", "9" * 5000, True])
+def test_a_catalogue_price_is_ascii_digits(price: object) -> None:
+    assert _catalogue("10000").items[0].price_atomic == _catalogue(10000).items[0].price_atomic
+    with pytest.raises(CatalogueError, match="priceAtomic is not an integer string"):
+        _catalogue(price)

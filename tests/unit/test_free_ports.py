@@ -14,7 +14,9 @@ def test_a_slice_from_the_environment_is_where_ports_come_from(
     assert all(24000 <= free_port() < 24100 for _ in range(50))
 
 
-@pytest.mark.parametrize("raw", ["", "x-y", "30000-20000", "80-90", "20000-70000", "20000"])
+# Digits to str.isdigit(): int() refuses "\u00b2" (a ValueError) and reads Arabic-Indic 24000.
+@pytest.mark.parametrize("raw", ["", "x-y", "30000-20000", "80-90", "20000-70000", "20000",
+                                 "\u00b2-30000", "\u0662\u0664\u0660\u0660\u0660-24100"])
 def test_a_malformed_slice_falls_back_to_the_whole_range(
         monkeypatch: pytest.MonkeyPatch, raw: str) -> None:
     monkeypatch.setenv(PORTS_ENV, raw)

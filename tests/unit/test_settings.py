@@ -60,6 +60,11 @@ def test_production_from_environment() -> None:
     ({"SVCSRV_PORTAL_URL": "http://portal.localhost/app"}, "without a path"),
     ({"SVCSRV_APPS_DOMAIN": "apps.localhost:8000"}, "bare domain"),
     ({"SVCSRV_BIND_PORT": "eighty"}, "number"),
+    # Digits to str.isdigit(): int() refuses the first (a ValueError), reads the others.
+    ({"SVCSRV_DNS_SERVER": "127.0.0.1:\u00b2"}, "DNS_SERVER: bad port"),
+    ({"SVCSRV_DNS_SERVER": "127.0.0.1:\u0665\u0663"}, "DNS_SERVER: bad port"),
+    ({"SVCSRV_BIND_PORT": "\u0668\u0660"}, "BIND_PORT must be a number"),
+    ({"SVCSRV_WEBHOOK_TIMEOUT": "\uff15"}, "WEBHOOK_TIMEOUT must be a number"),
     ({"SVCSRV_TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"),
     ({"SVCSRV_ALLOW_PRIVATE_ORIGINS": "perhaps"}, "boolean"),
     ({"SVCSRV_DB_WORKERS": "0"}, "DB_WORKERS"),
