@@ -18,6 +18,7 @@ from payments.schemas import (
     CONFIG,
     MEDIA_TYPE,
     WEBHOOK_EVENT,
+    ecma_pattern,
     is_date_time,
     load_schema,
     published_schema,
@@ -75,6 +76,19 @@ def test_config_schema_holds_the_apis_app_rules() -> None:
         "properties"]["maxAmountAtomic"], "$schema": DIALECT})
     assert all(cap.is_valid(v) for v in ("50000", 50000, None, 2**63 - 1))
     assert not any(cap.is_valid(v) for v in ("0", 0, -1, True, 2**63, "5e4", "50000.5"))
+
+
+@pytest.mark.parametrize(("pattern", "text", "matches"), [
+    ("^[1-9][0-9]*$", "100", True), ("^[1-9][0-9]*$", "100\n", False),
+    ("^a$|^b$", "a\n", False), ("^a$|^b$", "b", True),
+    ("^[$]+$", "$$", True), ("^[$]+$", "$$\n", False),  # a $ in a class is a dollar
+    ("^\\$5$", "$5", True), ("(^|/)\\.\\.?(/|$)", "/a/..", True),
+    ("(^|/)\\.\\.?(/|$)", "/a/..\n", False),
+])
+def test_patterns_read_as_ecma_262(pattern: str, text: str, matches: bool) -> None:
+    assert bool(ecma_pattern(pattern).search(text)) is matches
+    check = validator({"$schema": DIALECT, "type": "string", "pattern": pattern})
+    assert check.is_valid(text) is matches
 
 
 def test_published_copy_names_its_address() -> None:

@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError, validators
 
 WEBHOOK_EVENT = "webhook-event.schema.json"
 CONFIG = "svc-config.v1.schema.json"
@@ -65,6 +65,41 @@ def format_checker() -> FormatChecker:
     return checker
 
 
+@cache
+def ecma_pattern(pattern: str) -> re.Pattern[str]:
+    """``pattern`` as JSON Schema means it (ECMA-262, no flags), for Python's ``re``.
+
+    ECMA-262's ``$`` matches only at the end of the text; Python's also just before a final
+    ``\\n``, so ``"^[1-9][0-9]*$"`` would take ``"100\\n"``. Each ``$`` outside a character
+    class becomes ``\\Z``. (Our schemas use no ``\\d``, ``\\w`` or ``\\b``, whose meanings
+    differ too: tests/unit/test_digit_scan.py keeps ``\\d`` out.)"""
+    out, in_class, i = [], False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        out.append("\\Z" if char == "$" and not in_class else char)
+        i += 1
+    return re.compile("".join(out))
+
+
+def _pattern(check: Any, pattern: str, instance: Any, schema: dict[str, Any]) -> Any:
+    if check.is_type(instance, "string") and not ecma_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# jsonschema reads ``pattern`` with Python's ``re.search``, whose ``$`` is looser.
+_Validator = validators.extend(Draft202012Validator, {"pattern": _pattern})
+
+
 def validator(schema: dict[str, Any]) -> Draft202012Validator:
-    """A 2020-12 validator that also checks ``format: date-time``."""
-    return Draft202012Validator(schema, format_checker=format_checker())
+    """A 2020-12 validator that also checks ``format: date-time`` and reads ``pattern``
+    as ECMA-262 does."""
+    checker: Draft202012Validator = _Validator(schema, format_checker=format_checker())
+    return checker

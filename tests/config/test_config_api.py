@@ -470,8 +470,8 @@ def test_cli_grants_need_spec_scopes_for_their_own_app(world: World,
 
 
 def test_a_pay_to_with_a_trailing_newline_is_refused(world: World, console: Api) -> None:
-    """Python's ``$`` matches before a final newline: the schema's pattern takes it, the
-    plan's address rule must not (tests/unit/test_pattern_ends.py)."""
+    """Python's ``$`` matches before a final newline: neither the schema's pattern (read as
+    ECMA-262) nor the plan's address rule (tests/unit/test_pattern_ends.py) may take it."""
     document = config(app={**config()["app"], "payTo": PAY_TO + "\n"})
     answer = console.call("POST", f"{P}/plan", f"{P}/plan", {"config": document},
                           valid_request=False)
@@ -480,6 +480,22 @@ def test_a_pay_to_with_a_trailing_newline_is_refused(world: World, console: Api)
     applied = console.call("POST", f"{P}/apply", f"{P}/apply",
                            {"config": document, "baseRevision": None}, valid_request=False)
     assert applied.status_code in (409, 422), applied.text
+    with world.sessions() as session:
+        assert session.scalars(select(App).where(App.slug == "arcade")).first() is None
+
+
+def test_schema_patterns_refuse_a_trailing_newline(world: World, console: Api) -> None:
+    """The schema's ``$`` is ECMA-262's: the end of the text, not before a final newline."""
+    document = config()
+    document["products"][0]["priceAtomic"] = "10000\n"
+    document["products"][1]["slug"] = "skin\n"
+    document["products"][1]["riskPolicy"]["trustedServerCharge"]["maxAmountAtomic"] = "3\n"
+    answer = console.call("POST", f"{P}/plan", f"{P}/plan", {"config": document},
+                          valid_request=False)
+    assert answer.status_code == 422 and answer.json()["code"] == "config_invalid", answer.text
+    assert {e["path"] for e in answer.json()["errors"]} == {
+        "$.products[0].priceAtomic", "$.products[1].slug",
+        "$.products[1].riskPolicy.trustedServerCharge.maxAmountAtomic"}
     with world.sessions() as session:
         assert session.scalars(select(App).where(App.slug == "arcade")).first() is None
 
