@@ -37,8 +37,11 @@ _FORWARDING_PASSTHROUGH = frozenset({
     # scheme
     b"x-forwarded-ssl", b"x-forwarded-scheme", b"x-forwarded-protocol", b"front-end-https",
     b"x-url-scheme",
-    # host, port, path
+    # host, port, path prefix
     b"x-forwarded-port", b"x-forwarded-server", b"x-forwarded-prefix", b"x-forwarded-path",
+    # the path itself, as a rewriting proxy saw it: an origin routing or authorizing on
+    # one would serve another path than the one we checked and sent
+    b"x-original-url", b"x-rewrite-url", b"x-original-uri", b"x-forwarded-uri",
     # the client's address
     b"x-forwarded", b"forwarded-for", b"x-original-forwarded-for", b"x-real-ip",
     b"client-ip", b"x-client-ip", b"true-client-ip", b"cf-connecting-ip",

@@ -81,7 +81,8 @@ OTHER_CLAIMS = [b"forwarded", b"x-real-ip", b"x-forwarded-port", b"x-forwarded-p
                 b"x-forwarded-protocol", b"front-end-https", b"x-url-scheme",
                 b"x-forwarded-server", b"x-forwarded", b"forwarded-for",
                 b"x-original-forwarded-for", b"client-ip", b"x-client-ip", b"true-client-ip",
-                b"cf-connecting-ip", b"fastly-client-ip", b"x-cluster-client-ip"]
+                b"cf-connecting-ip", b"fastly-client-ip", b"x-cluster-client-ip",
+                b"x-original-url", b"x-rewrite-url", b"x-original-uri", b"x-forwarded-uri"]
 
 
 @pytest.mark.parametrize("name", OTHER_CLAIMS)
