@@ -17,7 +17,7 @@ refused origin address, a host that is not a runtime.
 from __future__ import annotations
 
 from router.gating import RuntimeRoute
-from router.headers import Headers, is_trusted, plan_request
+from router.headers import Headers, plan_request
 from router.hosts import HostKind, HostTable
 from router.origin import Origin
 from router.proxy import HttpProxy
@@ -40,7 +40,7 @@ class FastPath:
         self.proxy = proxy
         self._table = table
         self._resources = resources
-        self._trusted = settings.trusted_proxies
+        self._trusted = proxy.trusted
         self._max_request = settings.proxy_max_request_bytes
         self._slugs: dict[bytes, str] = {}
         self.taken = 0  # requests planned here (the tests and the benchmark read it)
@@ -51,7 +51,7 @@ class FastPath:
 
     def trusts(self, client_ip: str | None) -> bool:
         """Whether a peer's forwarding headers are believed; asked once per connection."""
-        return is_trusted(client_ip, self._trusted)
+        return self._trusted.trusts(client_ip)
 
     def plan(self, headers: Headers, path: str, client_ip: str | None, scheme: str,
              trusted_proxy: bool, body_length: int = 0) -> FastRequest | None:
