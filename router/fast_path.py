@@ -16,13 +16,13 @@ refused origin address, a host that is not a runtime.
 
 from __future__ import annotations
 
+from router.auth_return_path import is_auth_return_path
 from router.gating import RuntimeRoute
 from router.headers import Headers, plan_request
 from router.hosts import HostKind, HostTable
 from router.origin import Origin
 from router.proxy import HttpProxy
 from router.resources import Resources
-from router.runtime_host import AUTH_RETURN_PATH
 from router.settings import Settings
 from router.turns import Turns
 
@@ -76,7 +76,7 @@ class FastPath:
         route = directory.cached(slug)
         if route is None or not route.decision.open:
             return None
-        if path.rstrip("/") == AUTH_RETURN_PATH:
+        if is_auth_return_path(path):
             return None
         origin = self.proxy.origin_for(route)
         if origin is None or origin.ip_literal_refused:
