@@ -10,12 +10,17 @@ from router.auth_return_path import is_auth_return_path
 from router.runtime_host import is_auth_return
 
 # Paths as uvicorn and the fast protocol give them: decoded, without the query.
-OURS = ["/svc-auth-return", "/svc-auth-return/", "/svc-auth-return//"]
+OURS = ["/svc-auth-return", "/svc-auth-return/", "/svc-auth-return//",
+        # A fragment is no part of the path: the WebSocket path leaves a raw one in, and
+        # the origin would be asked for /svc-auth-return without it. %23 decodes alike.
+        "/svc-auth-return#x", "/svc-auth-return/#x", "/svc-auth-return#", "/svc-auth-return#/a",
+        "/svc-auth-return//#x?app=game"]
 THE_ORIGINS = [
     "/", "", "/svc-auth-returned", "/svc-auth-return/x", "/svc-auth-return.html",
     "/x/svc-auth-return", "//svc-auth-return", "/SVC-AUTH-RETURN", "/Svc-Auth-Return",
     "/svc-auth-return ", "/svc-auth-return;x", "/svc-auth-return\\",
     "/svc-auth-return%2D",  # what "%252D" decodes to: not ours
+    "/svc-auth-return/x#", "/svc-auth-returned#x", "/svc-auth-retur#n",
 ]
 
 
