@@ -16,13 +16,13 @@ refused origin address, a host that is not a runtime.
 
 from __future__ import annotations
 
+from router.auth_return_path import is_auth_return_path
 from router.gating import RuntimeRoute
-from router.headers import Headers, is_trusted, plan_request
+from router.headers import Headers, plan_request
 from router.hosts import HostKind, HostTable
 from router.origin import Origin
 from router.proxy import HttpProxy
 from router.resources import Resources
-from router.runtime_host import AUTH_RETURN_PATH
 from router.settings import Settings
 from router.turns import Turns
 
@@ -40,7 +40,7 @@ class FastPath:
         self.proxy = proxy
         self._table = table
         self._resources = resources
-        self._trusted = settings.trusted_proxies
+        self._trusted = proxy.trusted
         self._max_request = settings.proxy_max_request_bytes
         self._slugs: dict[bytes, str] = {}
         self.taken = 0  # requests planned here (the tests and the benchmark read it)
@@ -51,7 +51,7 @@ class FastPath:
 
     def trusts(self, client_ip: str | None) -> bool:
         """Whether a peer's forwarding headers are believed; asked once per connection."""
-        return is_trusted(client_ip, self._trusted)
+        return self._trusted.trusts(client_ip)
 
     def plan(self, headers: Headers, path: str, client_ip: str | None, scheme: str,
              trusted_proxy: bool, body_length: int = 0) -> FastRequest | None:
@@ -76,7 +76,7 @@ class FastPath:
         route = directory.cached(slug)
         if route is None or not route.decision.open:
             return None
-        if path.rstrip("/") == AUTH_RETURN_PATH:
+        if is_auth_return_path(path):
             return None
         origin = self.proxy.origin_for(route)
         if origin is None or origin.ip_literal_refused:

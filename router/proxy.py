@@ -16,7 +16,7 @@ import aiohttp
 from starlette.types import Receive, Scope, Send
 
 from router.gating import RuntimeRoute
-from router.headers import Headers, is_trusted, plan_request, plan_response
+from router.headers import Headers, TrustedProxies, plan_request, plan_response
 from router.origin import Origin, OriginAddressRefused, parse_origin
 from router.origin_connection import OriginConnection
 from router.origin_errors import ClientGone, OriginError, OriginUnresolved
@@ -90,7 +90,8 @@ class HttpProxy:
                  session: Callable[[], aiohttp.ClientSession]) -> None:
         self._settings = settings
         self._session = session
-        self._trusted = settings.trusted_proxies
+        # Shared with the fast path (router/fast_path.py): one memory of peers for both.
+        self.trusted = TrustedProxies(settings.trusted_proxies)
         self._allow_private = settings.allow_private_origins
         self._max_request = settings.proxy_max_request_bytes
         self._max_response = settings.proxy_max_response_bytes
@@ -122,7 +123,7 @@ class HttpProxy:
         headers, declared, chunked = plan_request(
             scope["headers"], upstream_host=origin.host_bytes, client_ip=client_ip,
             scheme=scope.get("scheme", "http"),
-            trusted_proxy=is_trusted(client_ip, self._trusted),
+            trusted_proxy=self.trusted.trusts(client_ip),
         )
         if declared is not None and declared > self._max_request:
             await gateway_page(413, route.name, "The request body is larger than this app "

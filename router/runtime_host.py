@@ -10,6 +10,7 @@ from starlette.datastructures import QueryParams
 from starlette.types import Receive, Scope, Send
 
 from router.auth_return import auth_return_page
+from router.auth_return_path import is_auth_return_path
 from router.gating import RuntimeRoute, gate
 from router.pages import gateway_page, setup_page
 from router.proxy import HttpProxy
@@ -19,14 +20,11 @@ from router.websocket_proxy import NOT_SERVED, WebSocketProxy
 
 log = logging.getLogger(__name__)
 
-AUTH_RETURN_PATH = "/svc-auth-return"
-
 
 def is_auth_return(scope: Scope) -> bool:
-    """Whether a request is for the service's ``/svc-auth-return`` (decoded, any trailing
-    slash), on every path and for every request type."""
-    path: str = scope["path"]
-    return path.rstrip("/") == AUTH_RETURN_PATH
+    """Whether a request is for the service's ``/svc-auth-return``, by the rule the fast
+    path applies too (``router/auth_return_path.py``), for every request type."""
+    return is_auth_return_path(scope["path"])
 
 
 class RuntimeHost:

@@ -13,7 +13,7 @@ from starlette.types import Receive, Scope, Send
 from yarl import URL
 
 from router.gating import RuntimeRoute
-from router.headers import is_trusted, upstream_request_headers
+from router.headers import TrustedProxies, upstream_request_headers
 from router.origin import parse_origin
 from router.settings import Settings
 
@@ -38,6 +38,7 @@ class WebSocketProxy:
                  session: Callable[[], aiohttp.ClientSession]) -> None:
         self._settings = settings
         self._session = session
+        self._trusted = TrustedProxies(settings.trusted_proxies)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send,
                        route: RuntimeRoute, stopped: Stopped) -> None:
@@ -51,7 +52,7 @@ class WebSocketProxy:
         headers = upstream_request_headers(
             scope["headers"], upstream_host=origin.host_header.encode(), client_ip=client_ip,
             scheme="https" if scope.get("scheme") == "wss" else "http",
-            trusted_proxy=is_trusted(client_ip, self._settings.trusted_proxies),
+            trusted_proxy=self._trusted.trusts(client_ip),
             extra_drop=_HANDSHAKE,
         )
         target = origin.base + scope.get("raw_path", scope["path"].encode()).decode("latin-1")

@@ -174,7 +174,9 @@ OTHERS = [("x-forwarded-port", "443"), ("forwarded", "for=6.6.6.6;proto=https"),
           ("forwarded-for", "6.6.6.6"), ("x-original-forwarded-for", "6.6.6.6"),
           ("client-ip", "6.6.6.6"), ("x-client-ip", "6.6.6.6"), ("true-client-ip", "6.6.6.6"),
           ("cf-connecting-ip", "6.6.6.6"), ("fastly-client-ip", "6.6.6.6"),
-          ("x-cluster-client-ip", "6.6.6.6")]
+          ("x-cluster-client-ip", "6.6.6.6"), ("x-original-url", "/evil"),
+          ("x-rewrite-url", "/evil"), ("x-original-uri", "/evil"),
+          ("x-forwarded-uri", "/evil")]
 FORGED = OURS + OTHERS
 CLAIM_NAMES = frozenset(name for name, _ in FORGED)
 

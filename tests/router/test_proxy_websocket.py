@@ -200,6 +200,55 @@ def test_an_upgrade_to_the_auth_return_page_never_reaches_the_origin(
     assert echo.paths == ["/ws"]
 
 
+def raw_head(router: RunningRouter, target: str, upgrade: bool) -> bytes:
+    """The head of the router's answer to a GET of ``target`` sent as it is, byte for byte
+    (clients leave a fragment out; a raw one is what shows the paths apart)."""
+    extra = ("Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n" if upgrade
+             else "Connection: close\r\n")
+    with socket.create_connection(("127.0.0.1", router.port), timeout=5) as conn:
+        conn.sendall(f"GET {target} HTTP/1.1\r\nHost: {router.host('game')}\r\n{extra}\r\n"
+                     .encode())
+        answer = b""
+        while b"\r\n\r\n" not in answer and (chunk := conn.recv(65536)):
+            answer += chunk
+    return answer.partition(b"\r\n\r\n")[0]
+
+
+@pytest.mark.parametrize("target", [
+    "/svc-auth-return#x", "/svc-auth-return/#x",
+    "/svc-auth-return#x?app=game&code=sum_abcdefgh1234",
+])
+def test_a_fragment_does_not_hide_the_auth_return_page(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        echo: EchoOrigin, target: str) -> None:
+    """A raw ``#`` in the target: httptools leaves it out of the path on both HTTP paths,
+    so the service answers; uvicorn's WebSocket protocol kept it in the path, the check
+    missed it, and aiohttp, dropping the fragment, asked the origin for
+    ``/svc-auth-return``. One rule now: ``#`` ends the path everywhere."""
+    with aiohttp_origin(("GET", "/ws", echo.handler),
+                        ("GET", "/svc-auth-return", echo.handler),
+                        ("GET", "/svc-auth-return/", echo.handler)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router:
+        fast = router.service.fast_path
+        assert fast is not None
+        with ws_connect(router):  # the route is cached: the fast path could take it
+            pass
+        heads = {"fast": raw_head(router, target, upgrade=False)}
+        router.service.fast_path = None
+        try:
+            heads["uvicorn"] = raw_head(router, target, upgrade=False)
+        finally:
+            router.service.fast_path = fast
+        heads["websocket"] = raw_head(router, target, upgrade=True)
+    assert fast.taken == 0
+    assert echo.paths == ["/ws"], heads
+    assert heads["websocket"].startswith(b"HTTP/1.1 403 "), heads
+    # The service's own page on both HTTP paths: 400 without a code, the page with one.
+    assert heads["fast"].split(b"\r\n")[0] == heads["uvicorn"].split(b"\r\n")[0]
+    assert heads["fast"].startswith((b"HTTP/1.1 400 ", b"HTTP/1.1 200 ")), heads
+
+
 # How soon an open socket learns that its app is no longer served, without Redis: the app
 # cache's TTL (a lookup may be that old) plus the interval between checks (docs/router.md).
 BOUND = Settings().app_cache_ttl_local + Settings().websocket_gate_interval

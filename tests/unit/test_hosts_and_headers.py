@@ -81,7 +81,8 @@ OTHER_CLAIMS = [b"forwarded", b"x-real-ip", b"x-forwarded-port", b"x-forwarded-p
                 b"x-forwarded-protocol", b"front-end-https", b"x-url-scheme",
                 b"x-forwarded-server", b"x-forwarded", b"forwarded-for",
                 b"x-original-forwarded-for", b"client-ip", b"x-client-ip", b"true-client-ip",
-                b"cf-connecting-ip", b"fastly-client-ip", b"x-cluster-client-ip"]
+                b"cf-connecting-ip", b"fastly-client-ip", b"x-cluster-client-ip",
+                b"x-original-url", b"x-rewrite-url", b"x-original-uri", b"x-forwarded-uri"]
 
 
 @pytest.mark.parametrize("name", OTHER_CLAIMS)
@@ -148,3 +149,47 @@ def test_is_trusted() -> None:
     assert not is_trusted("11.1.2.3", nets)
     assert not is_trusted("not-an-ip", nets)
     assert not is_trusted("10.1.2.3", ())
+
+
+PROXIES = tuple(ipaddress.ip_network(n) for n in (
+    "10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32", "::1/128", "fe80::/10"))
+MAPPED = (ipaddress.ip_network("::ffff:10.0.0.0/104"),)
+
+
+@pytest.mark.parametrize(("peer", "nets", "trusted"), [
+    ("10.1.2.3", PROXIES, True), ("11.1.2.3", PROXIES, False),
+    ("192.0.2.7", PROXIES, True), ("192.0.2.8", PROXIES, False),
+    ("2001:db8::5", PROXIES, True), ("2001:0db8:0:0::5", PROXIES, True),
+    ("2001:db9::5", PROXIES, False), ("::1", PROXIES, True), ("0:0::1", PROXIES, True),
+    ("::2", PROXIES, False), ("fe80::1%eth0", PROXIES, True),
+    # An IPv4 address mapped into IPv6 is an IPv6 address: no IPv4 network holds it (it
+    # never did), only a network written mapped.
+    ("::ffff:10.1.2.3", PROXIES, False), ("::ffff:10.1.2.3", MAPPED, True),
+    ("10.1.2.3", MAPPED, False),
+    ("not-an-ip", PROXIES, False), ("", PROXIES, False), (None, PROXIES, False),
+    ("10.1.2.3", (), False), ("::1", (), False),
+])
+def test_trusted_proxies_answer_as_is_trusted(
+        peer: str | None, nets: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...],
+        trusted: bool) -> None:
+    from router.headers import TrustedProxies, is_trusted
+    proxies = TrustedProxies(nets)
+    assert is_trusted(peer, nets) is trusted
+    assert proxies.trusts(peer) is trusted
+    assert proxies.trusts(peer) is trusted  # remembered, the same answer
+
+
+def test_trusted_proxies_remember_a_bounded_number_of_peers() -> None:
+    from router.headers import MAX_PEERS, TrustedProxies
+    proxies = TrustedProxies(PROXIES)
+    for i in range(3 * MAX_PEERS + 7):
+        assert not proxies.trusts(f"2001:db9::{i:x}")
+        assert proxies.trusts(f"10.0.{i // 256 % 256}.{i % 256}")
+        assert len(proxies) <= MAX_PEERS
+    assert len(proxies) > 0
+    assert proxies.trusts("::1") and not proxies.trusts("11.0.0.1")
+    # Without trusted proxies there is nothing to remember.
+    nobody = TrustedProxies(())
+    for i in range(100):
+        assert not nobody.trusts(f"10.0.0.{i}")
+    assert len(nobody) == 0
