@@ -16,7 +16,7 @@ from router.pages import gateway_page, setup_page
 from router.proxy import HttpProxy
 from router.resources import Resources
 from router.settings import Settings
-from router.websocket_proxy import NOT_SERVED, WebSocketProxy
+from router.websocket_proxy import NOT_SERVED, WebSocketProxy, asks_for_a_path
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,8 @@ class RuntimeHost:
         if scope["type"] == "websocket":
             # /svc-auth-return is the service's page (spec 4.7): an upgrade there is refused,
             # never relayed to the origin, whatever the gate says.
-            if decision.open and route is not None and not is_auth_return(scope):
+            if (decision.open and route is not None and asks_for_a_path(scope)
+                    and not is_auth_return(scope)):
                 await self._ws(scope, receive, send, route, lambda: self._until_closed(slug))
             else:
                 await send({"type": "websocket.close", "code": NOT_SERVED})

@@ -33,6 +33,13 @@ GOING_AWAY = 1001
 Stopped = Callable[[], Coroutine[Any, Any, None]]
 
 
+def asks_for_a_path(scope: Scope) -> bool:
+    """The upgrade's target is a path (origin-form), as a browser sends it. An absolute-form
+    target or ``*`` is not joined to the origin's address: the upgrade is refused."""
+    raw = scope.get("raw_path") or scope["path"].encode("latin-1")
+    return bytes(raw).startswith(b"/")
+
+
 class WebSocketProxy:
     def __init__(self, settings: Settings,
                  session: Callable[[], aiohttp.ClientSession]) -> None:

@@ -249,6 +249,26 @@ def test_a_fragment_does_not_hide_the_auth_return_page(
     assert heads["fast"].startswith((b"HTTP/1.1 400 ", b"HTTP/1.1 200 ")), heads
 
 
+@pytest.mark.parametrize("target", [
+    "http://{host}/ws", "ws://{host}/ws", "*", "ws",
+])
+def test_an_upgrade_whose_target_is_not_a_path_is_refused(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        echo: EchoOrigin, target: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Browsers ask for a WebSocket by its path. Any other target (absolute-form, ``*``)
+    was joined to the origin's address as it came: a 500 and a traceback. Refused now
+    (403, or 400 where uvicorn's protocol refuses it first), the origin never asked."""
+    with aiohttp_origin(("GET", "/ws", echo.handler)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router:
+        head = raw_head(router, target.format(host=router.host("game")), upgrade=True)
+        with ws_connect(router) as ws:  # the router still serves the app's real sockets
+            ws.send("still")
+            assert ws.recv(timeout=5) == "still"
+    assert head.startswith((b"HTTP/1.1 403 ", b"HTTP/1.1 400 ")), head
+    assert echo.paths == ["/ws"]
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
 # How soon an open socket learns that its app is no longer served, without Redis: the app
 # cache's TTL (a lookup may be that old) plus the interval between checks (docs/router.md).
 BOUND = Settings().app_cache_ttl_local + Settings().websocket_gate_interval
