@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 
 Headers = list[tuple[bytes, bytes]]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 # Peer addresses whose trust is remembered (TrustedProxies); a few hundred KB when full.
 MAX_PEERS = 4096
 
@@ -99,7 +100,14 @@ def is_trusted(client_ip: str | None, trusted: Sequence[Network]) -> bool:
         ip = ipaddress.ip_address(client_ip)
     except ValueError:
         return False
-    return any(ip in net for net in trusted)
+    # An IPv4 peer of a socket listening on IPv6 ("::") is seen mapped, ::ffff:a.b.c.d: the
+    # same peer, so a network written either way holds it. (Only the kernel writes a peer's
+    # address: no client can choose to appear mapped.)
+    if isinstance(ip, ipaddress.IPv6Address):
+        other: IPAddress | None = ip.ipv4_mapped
+    else:
+        other = ipaddress.IPv6Address(f"::ffff:{ip}")
+    return any(ip in net or (other is not None and other in net) for net in trusted)
 
 
 class TrustedProxies:

@@ -162,10 +162,11 @@ MAPPED = (ipaddress.ip_network("::ffff:10.0.0.0/104"),)
     ("2001:db8::5", PROXIES, True), ("2001:0db8:0:0::5", PROXIES, True),
     ("2001:db9::5", PROXIES, False), ("::1", PROXIES, True), ("0:0::1", PROXIES, True),
     ("::2", PROXIES, False), ("fe80::1%eth0", PROXIES, True),
-    # An IPv4 address mapped into IPv6 is an IPv6 address: no IPv4 network holds it (it
-    # never did), only a network written mapped.
-    ("::ffff:10.1.2.3", PROXIES, False), ("::ffff:10.1.2.3", MAPPED, True),
-    ("10.1.2.3", MAPPED, False),
+    # An IPv4 peer of a socket listening on IPv6 is seen mapped: the same peer, held by a
+    # network written either way.
+    ("::ffff:10.1.2.3", PROXIES, True), ("::ffff:10.1.2.3", MAPPED, True),
+    ("10.1.2.3", MAPPED, True), ("::ffff:11.1.2.3", PROXIES, False),
+    ("11.1.2.3", MAPPED, False), ("::ffff:192.0.2.7", PROXIES, True),
     ("not-an-ip", PROXIES, False), ("", PROXIES, False), (None, PROXIES, False),
     ("10.1.2.3", (), False), ("::1", (), False),
 ])
