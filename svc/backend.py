@@ -36,6 +36,7 @@ from svc.backend_errors import (
     scrub,
 )
 from svc.backend_models import (
+    STATUS_UNPROVEN,
     AnswerError,
     Connection,
     Delivery,
@@ -50,8 +51,8 @@ from svc.proofs import ProofError, verify_payment_proof
 from svc.trace import AsyncTraced, Traced
 
 __all__ = [
-    "AnswerError", "AsyncBackendClient", "BackendClient", "BackendError", "Connection",
-    "Delivery", "Handoff", "Order", "ProofError", "Receipt", "RetryPolicy",
+    "STATUS_UNPROVEN", "AnswerError", "AsyncBackendClient", "BackendClient", "BackendError",
+    "Connection", "Delivery", "Handoff", "Order", "ProofError", "Receipt", "RetryPolicy",
     "ServiceUnreachable", "TrustedCharge", "new_idempotency_key",
 ]
 
@@ -193,7 +194,8 @@ class BackendClient(_Backend):
                               idempotency_key: str | None = None,
                               order_id: str | None = None) -> TrustedCharge:
         """``POST /api/charges`` (scope ``charges:create``), its ``paymentProof`` verified
-        with this client's key: a :class:`ProofError` means do not grant."""
+        with this client's key: a :class:`ProofError` means do not grant, and neither does
+        a charge whose ``delivery.grantable`` is false (see :class:`TrustedCharge`)."""
         return self._send(self._charge(product_id, developer_user_id, account_connection_id,
                                        idempotency_key, order_id))
 

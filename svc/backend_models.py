@@ -14,7 +14,11 @@ from typing import Any
 
 from svc.amounts import is_atomic_text
 from svc.handoff import client_safe
-from svc.proofs import ProofError, verify_payment_proof
+from svc.proofs import ProofError, proven_delivery_status, verify_payment_proof
+
+# TrustedCharge.status when its proof predates ``deliveryStatus`` (a replay of a charge
+# made before proofs carried it): never grantable; look the delivery up.
+STATUS_UNPROVEN = "unproven"
 
 
 class AnswerError(ValueError):
@@ -251,7 +255,10 @@ class TrustedCharge:
     """``POST /api/charges`` with its ``paymentProof`` verified by this client's key.
 
     ``proof`` is the verified payload (spec 4.4); ``delivery`` is built from it and the
-    answer, so grant from ``delivery.id`` / ``delivery.idempotency_key`` at once.
+    answer, its ``status`` the signed ``deliveryStatus``: when ``delivery.grantable``, grant
+    from ``delivery.id`` / ``delivery.idempotency_key`` at once. ``awaiting_settlement``
+    (a ``settled_first`` product) is granted on ``payment.delivered`` or a later lookup;
+    :data:`STATUS_UNPROVEN` (a proof without the status) once a lookup says ``delivered``.
     ``idempotency_key`` is the request's key (reuse it to retry this very charge).
     """
 
@@ -272,13 +279,15 @@ class TrustedCharge:
         """Raises :class:`svc.proofs.ProofError` unless ``api_key`` signed the proof and
         the answer says what the signed payload says."""
         proof = verify_payment_proof(answer.get("paymentProof"), api_key)
-        for name in _PROVEN:
-            if str(answer.get(name)) != str(proof.get(name)):
+        status = proven_delivery_status(proof)
+        proven = {**_PROVEN, "status": "deliveryStatus"} if status is not None else _PROVEN
+        for name, signed in proven.items():
+            if str(answer.get(name)) != str(proof.get(signed)):
                 raise ProofError(f"The charge answer's {name!r} differs from the signed "
                                  "paymentProof: do not grant.")
         delivery = Delivery(
             id=_str(proof, "deliveryId"), idempotency_key=_str(proof, "idempotencyKey"),
-            charge_id=_str(proof, "chargeId"), status=_str(answer, "status"),
+            charge_id=_str(proof, "chargeId"), status=status or STATUS_UNPROVEN,
             settlement_status=_str(answer, "settlementStatus"),
             amount_atomic=_atomic(proof, "amountAtomic"), app_id=_opt_str(proof, "appId"),
             product_id=_opt_str(proof, "productId"),
@@ -294,5 +303,6 @@ class TrustedCharge:
                    raw=answer)
 
 
-# The answer's fields that the signed payload also carries: they must agree.
-_PROVEN = ("chargeId", "deliveryId", "idempotencyKey", "amountAtomic")
+# The answer's fields that the signed payload also carries (answer name: payload name):
+# they must agree. The answer's delivery ``status`` is signed as ``deliveryStatus``.
+_PROVEN = {name: name for name in ("chargeId", "deliveryId", "idempotencyKey", "amountAtomic")}

@@ -4,6 +4,14 @@ Scheme ``svc.proof.v1``: ``signature = "sha256=" + hex(HMAC-SHA256(api_key,
 canonical_json(payload)))``, where ``canonical_json`` sorts keys, uses no whitespace and
 keeps non-ASCII characters as UTF-8. The key is the very ``zpk_`` secret the backend
 called ``POST /api/charges`` with, so only that backend (and the service) can sign.
+
+A verified proof proves the charge; whether to fulfil from it alone is its
+``deliveryStatus`` (:func:`proof_grantable`): a ``settled_first`` product's proof says
+``awaiting_settlement``, and is granted later from ``payment.delivered`` or a delivery
+lookup that says ``delivered``. The status is the one at issue time (a replay of the charge
+returns the same proof after settlement). A proof issued before proofs carried the status
+proves no status: treat it as not grantable and look the delivery up (an optimistic one
+is ``delivered`` there).
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 SCHEME = "svc.proof.v1"
+GRANTABLE_STATUS = "delivered"
 _SIGNATURE_RE = re.compile(r"^sha256=[0-9a-f]{64}\Z")
 
 
@@ -58,3 +67,20 @@ def verify_payment_proof(proof: Any, api_key: str) -> dict[str, Any]:
         raise ProofError("paymentProof signature does not match: the payload was changed or "
                          "signed with another key.")
     return dict(payload)
+
+
+def proven_delivery_status(payload: Mapping[str, Any]) -> str | None:
+    """The delivery's status when the service issued the proof (``deliveryStatus`` of a
+    payload :func:`verify_payment_proof` returned), or None for a proof issued before
+    proofs carried it."""
+    status = payload.get("deliveryStatus")
+    return status if isinstance(status, str) else None
+
+
+def proof_grantable(payload: Mapping[str, Any]) -> bool:
+    """Whether a verified payload alone lets the backend fulfil: only ``delivered``.
+
+    Otherwise (``awaiting_settlement``, or a proof without the status) grant from
+    ``payment.delivered`` or a delivery lookup of ``payload["deliveryId"]`` instead.
+    """
+    return proven_delivery_status(payload) == GRANTABLE_STATUS

@@ -1,7 +1,8 @@
 """Grants from each trusted source, all through the store's one ``grant_once``.
 
 Trusted sources only (spec 1.4): a signed webhook, a delivery looked up with the app's own
-key, or a ``paymentProof`` verified with that key. A delivery of another app (an
+key, or a ``paymentProof`` verified with that key whose ``deliveryStatus`` is ``delivered``
+(``routes_grants`` decides; other proofs are looked up). A delivery of another app (an
 organization key sees several) is refused; one that is not ``delivered`` yet (a
 ``settled_first`` product before settlement) grants nothing.
 """
@@ -42,7 +43,8 @@ def from_delivery(context: AppContext, delivery: Delivery, source: str) -> Grant
 
 
 def from_proof(context: AppContext, payload: dict[str, Any]) -> Grant:
-    """A verified ``paymentProof`` payload (``svc.proofs``)."""
+    """A verified ``paymentProof`` payload (``svc.proofs``); grant it only when
+    ``proof_grantable`` (the caller checks)."""
     if payload.get("appId") != context.settings.app_id:
         raise AppError("payment_proof_invalid", 422, "The paymentProof is for another app.")
     try:

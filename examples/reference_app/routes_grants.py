@@ -20,11 +20,13 @@ from examples.reference_app.errors import (
 from examples.reference_app.fulfil import from_delivery, from_proof, grant
 from examples.reference_app.players import Player
 from examples.reference_app.store import Grant
-from svc.proofs import ProofError, verify_payment_proof
+from svc.backend import STATUS_UNPROVEN, Delivery, TrustedCharge
+from svc.proofs import ProofError, proof_grantable, verify_payment_proof
 
 
 async def payment_submitted(request: Request) -> JSONResponse:
-    """Callback recovery: a verified ``paymentProof``, or a trusted lookup of ``deliveryId``."""
+    """Callback recovery: a verified ``paymentProof`` that says ``delivered``, or a trusted
+    lookup of ``deliveryId`` (or of the proof's, when it does not say so)."""
     context = context_of(request)
     player_of(request)
     body = await read_json(request)
@@ -34,7 +36,7 @@ async def payment_submitted(request: Request) -> JSONResponse:
             payload = verify_payment_proof(proof, context.backend_key())
         except ProofError as exc:
             raise AppError("payment_proof_invalid", 422, str(exc)) from None
-        return JSONResponse(await grant(context, from_proof(context, payload)))
+        return JSONResponse(await grant_proof(context, payload))
     delivery_id = text_field(body, "deliveryId", max_length=64, prefix="ztdlv_")
     assert delivery_id is not None
     return JSONResponse(await grant_delivery(context, delivery_id, "lookup"))
@@ -70,20 +72,37 @@ def _already(existing: Grant, player: Player) -> dict[str, Any]:
     return {"status": "granted", "granted": False, "grant": existing.view()}
 
 
-async def grant_delivery(context: AppContext, delivery_id: str, source: str
-                         ) -> dict[str, Any]:
-    """Look the delivery up with the app's key (the SDK's reconcile helper), grant once."""
+async def look_up(context: AppContext, delivery_id: str) -> Delivery:
+    """The delivery as the service has it now, with the app's key (the reconcile helper)."""
     try:
-        delivery = await context.backend().reconcile_delivery(delivery_id)
+        return await context.backend().reconcile_delivery(delivery_id)
     except BACKEND_FAILURES as exc:
         raise from_backend(exc) from None
-    return await grant(context, from_delivery(context, delivery, source))
+
+
+async def grant_delivery(context: AppContext, delivery_id: str, source: str
+                         ) -> dict[str, Any]:
+    """Look the delivery up, grant once if it is ``delivered``."""
+    return await grant(context, from_delivery(context, await look_up(context, delivery_id),
+                                              source))
+
+
+async def grant_proof(context: AppContext, payload: dict[str, Any]) -> dict[str, Any]:
+    """A verified proof grants by itself only when it says ``delivered``. Otherwise its
+    delivery is looked up, as a ``deliveryId`` would be: ``awaiting_settlement`` (a
+    ``settled_first`` product) may have settled since the proof was issued, and a proof
+    issued before proofs carried the status says nothing about it."""
+    candidate = from_proof(context, payload)
+    if proof_grantable(payload):
+        return await grant(context, candidate)
+    return await grant_delivery(context, candidate.delivery_id, "lookup")
 
 
 async def trusted_charge(request: Request) -> JSONResponse:
     """Charge the player's connected wallet with the ``zpk_`` key (spec 4.4): refresh the
     handoff, require ``ready`` on the connection the page expects, charge, verify the
-    ``paymentProof`` (the SDK does, with this key), grant once."""
+    ``paymentProof`` (the SDK does, with this key), grant once when it says ``delivered``;
+    202 ``pending`` when the delivery awaits settlement."""
     context = context_of(request)
     player = player_of(request)
     body = await read_json(request)
@@ -119,12 +138,24 @@ async def trusted_charge(request: Request) -> JSONResponse:
         raise AppError("payment_proof_invalid", 502, str(exc), retryable=False) from None
     except BACKEND_FAILURES as exc:
         raise from_backend(exc) from None
+    return await _grant_charge(context, charge)
+
+
+async def _grant_charge(context: AppContext, charge: TrustedCharge) -> JSONResponse:
     remaining = None if charge.remaining is None else str(charge.remaining)
-    if not charge.delivery.grantable:
+    delivery, candidate = charge.delivery, None
+    if delivery.grantable:  # the signed proof says delivered
+        candidate = from_proof(context, charge.proof)
+    elif charge.status == STATUS_UNPROVEN:
+        # A replay of a charge made before proofs carried the status: ask the service.
+        delivery = await look_up(context, delivery.id)
+        if delivery.grantable:
+            candidate = from_delivery(context, delivery, "lookup")
+    if candidate is None:
         # A settled_first product (spec 1.6): paid, but not to be fulfilled before the chain
         # settles; payment.delivered (or a later reconcile) grants it then.
         return JSONResponse({"status": "pending", "granted": False, "grant": None,
-                             "deliveryId": charge.delivery.id, "deliveryStatus": charge.status,
+                             "deliveryId": delivery.id, "deliveryStatus": delivery.status,
                              "remaining": remaining}, status_code=202)
-    answer = await grant(context, from_proof(context, charge.proof))
+    answer = await grant(context, candidate)
     return JSONResponse({**answer, "remaining": remaining}, status_code=201)

@@ -24,6 +24,7 @@ from payments.ledger.models import (
 from payments.ledger.proofs import SCHEME as PROOF_SCHEME
 from payments.ledger.routes_authorizations import OWNER_PROOF_MAX_AGE_SECONDS
 from payments.ledger.views import CURRENCY, PAYMENT_MODE
+from payments.models import RiskMode
 from payments.schemas import WEBHOOK_EVENT, load_schema
 
 # -- error identifiers: spec section 7 and ours, each with its one HTTP status --------------
@@ -164,8 +165,11 @@ PROOF_NOTE = (
     "hex(HMAC-SHA256(key, canonical_json(payload)))`, where `key` is the very `zpk_` secret "
     "that made this call and `canonical_json` sorts object keys, uses no whitespace "
     "(`,` and `:` separators) and writes non-ASCII characters as UTF-8. Recompute it over "
-    "`payload` and compare in constant time before granting; the SDK's "
-    "`verify_payment_proof` does this.")
+    "`payload` and compare in constant time; the SDK's `verify_payment_proof` does this. "
+    "Grant from the proof alone only when `payload.deliveryStatus` is `delivered`: a "
+    "`settled_first` product's proof says `awaiting_settlement` (grant on `payment.delivered` "
+    "or a delivery lookup that says `delivered`). The proof states the delivery at issue "
+    "time: a replay returns it unchanged after settlement.")
 CORS_NOTE = (
     "CORS: never `*`. The response is readable by a browser only when its `Origin` equals "
     "the code's audience (the origin of the return URL the summary was issued for).")
@@ -294,7 +298,13 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
                      chargeId=ref("ChargeId"), deliveryId=STR, idempotencyKey=STR, appId=STR,
                      productId=STR, amountAtomic=ref("AtomicAmount"),
                      ownerWallet=ref("Address"), accountConnectionId=STR,
-                     developerUserId=NULLABLE_STR, issuedAt=DATE_TIME),
+                     developerUserId=NULLABLE_STR, issuedAt=DATE_TIME,
+                     riskMode={**_enum(RiskMode), "description": "the product's risk mode"},
+                     deliveryStatus={**_enum(DeliveryStatus), "description": (
+                         "the delivery's status when the proof was issued: grant from the "
+                         "proof alone only when `delivered`. Both fields are in every proof "
+                         "issued now; a replay of a charge made before they were added "
+                         "returns its stored proof without them: look the delivery up.")}),
         signature={"type": "string", "pattern": "^sha256=[0-9a-f]{64}$"}),
     "TrustedChargeRequest": _obj(
         ["productId", "accountConnectionId", "idempotencyKey"],

@@ -4,6 +4,12 @@ Scheme ``svc.proof.v1``: ``signature = "sha256=" + hex(HMAC-SHA256(api_key_secre
 canonical_json(payload)))`` where ``canonical_json`` sorts keys and uses no whitespace.
 The key is the very ``zpk_`` secret that made the call: the backend that holds it can
 verify the proof (``svc.proofs.verify_payment_proof``), and the service stores nothing new.
+
+The payload says what it proves: besides the charge it carries the product's ``riskMode``
+and the delivery's ``deliveryStatus`` when the proof was issued, so a backend granting from
+the proof alone sees that a ``settled_first`` delivery is ``awaiting_settlement``. It is a
+statement about that moment: an idempotent replay returns the stored proof unchanged, even
+after settlement; the delivery lookup and ``payment.delivered`` tell the later state.
 """
 
 from __future__ import annotations

@@ -439,7 +439,10 @@ class PaymentRoutes:
                 "idempotencyKey": result["idempotencyKey"], "appId": app.id,
                 "productId": product.id, "amountAtomic": result["amountAtomic"],
                 "ownerWallet": authorization.owner_wallet, "accountConnectionId": connection.id,
-                "developerUserId": developer_user_id, "issuedAt": now.isoformat()})
+                "developerUserId": developer_user_id, "issuedAt": now.isoformat(),
+                # What the proof proves (spec 1.6): a backend granting from it alone must
+                # see that a settled_first delivery is not to be fulfilled yet.
+                "riskMode": product.risk_mode.value, "deliveryStatus": result["status"]})
             idempotency.remember(session, app.id, "charge", key, request_hash, 201, result, now)
             return 201, result
 

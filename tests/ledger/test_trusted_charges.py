@@ -1,5 +1,6 @@
 """Trusted-server charges (spec 4.4): the product's policy gates them, the cap holds, and
-the ``paymentProof`` verifies with ``svc.proofs`` and with nothing changed."""
+the ``paymentProof`` verifies with ``svc.proofs`` and with nothing changed, and says whether
+the delivery may be fulfilled from it alone (spec 1.6)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.ledger.models import Charge, WebhookEvent
-from svc.proofs import SCHEME, ProofError, canonical_json, verify_payment_proof
+from svc.proofs import (
+    SCHEME,
+    ProofError,
+    canonical_json,
+    proof_grantable,
+    proven_delivery_status,
+    verify_payment_proof,
+)
 from tests.ledger.flow import (
     PayWorld,
     add_product,
@@ -24,6 +32,7 @@ from tests.ledger.flow import (
     sign_permit,
     wallet,
 )
+from tests.ledger.legacy_proofs import legacy_proof
 from tests.support.router import RouterFactory
 
 TRUSTED = {"trustedServerCharge": {"enabled": True, "maxAmountAtomic": "20000"}}
@@ -38,6 +47,8 @@ def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Itera
         add_product(world, {"slug": "credits", "name": "Credits", "priceAtomic": "1000",
                             "pricing": "dynamic_order", "minAmountAtomic": "1000",
                             "maxAmountAtomic": "1000000", "riskPolicy": TRUSTED})
+        add_product(world, {"slug": "relic", "name": "Relic", "priceAtomic": "10000",
+                            "riskMode": "settled_first", "riskPolicy": TRUSTED})
         yield world
 
 
@@ -100,6 +111,9 @@ def test_trusted_charge_returns_a_verifiable_proof(world: PayWorld,
     assert payload["ownerWallet"] == wallet(1).address.lower()
     assert payload["developerUserId"] == "user-1" and payload["issuedAt"]
     assert body["remaining"] == "90000" and body["status"] == "delivered"
+    # an optimistic product: delivered at once, so the proof alone may grant (spec 1.6)
+    assert (payload["riskMode"], payload["deliveryStatus"]) == ("optimistic", "delivered")
+    assert proof_grantable(payload)
 
     again = charge(world, "boost", connection_id, "game:boost:1")
     assert again.status_code == 201 and again.json() == body  # the same answer, same proof
@@ -120,6 +134,44 @@ def test_trusted_charge_returns_a_verifiable_proof(world: PayWorld,
         assert backend.get(f"/api/orders/{order['id']}").json()["order"]["status"] == "paid"
         refused(charge(world, "credits", connection_id, "game:credits:2",
                        orderId=order["id"]), 409, "ORDER_ALREADY_PAID")
+
+
+def test_a_settled_first_proof_says_it_awaits_settlement(world: PayWorld,
+                                                         connection_id: str) -> None:
+    response = charge(world, "relic", connection_id, "game:relic:1")
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["status"] == "awaiting_settlement" and body["eventId"] is None
+    payload = verify_payment_proof(body["paymentProof"], world.api_key)
+    assert (payload["riskMode"], payload["deliveryStatus"]) == ("settled_first",
+                                                                "awaiting_settlement")
+    assert proven_delivery_status(payload) == "awaiting_settlement"
+    assert not proof_grantable(payload)  # paid, not to be fulfilled before settlement
+    # claiming it was delivered breaks the signature
+    for changed in ({"deliveryStatus": "delivered"}, {"riskMode": "optimistic"},
+                    {"riskMode": "optimistic", "deliveryStatus": "delivered"}):
+        claimed = {**body["paymentProof"], "payload": {**payload, **changed}}
+        with pytest.raises(ProofError, match="does not match"):
+            verify_payment_proof(claimed, world.api_key)
+    # an idempotent replay is the stored answer: the same proof, as issued
+    assert charge(world, "relic", connection_id, "game:relic:1").json() == body
+    assert count(world, WebhookEvent) == 0  # payment.delivered follows settlement
+
+
+def test_a_proof_without_the_status_grants_nothing_by_itself(world: PayWorld,
+                                                             connection_id: str) -> None:
+    """A proof issued before proofs carried ``deliveryStatus`` still verifies (it was
+    signed over what it holds) but proves no status: look the delivery up."""
+    proof = charge(world, "boost", connection_id, "game:boost:1").json()["paymentProof"]
+    older = legacy_proof(proof, world.api_key)
+    payload = verify_payment_proof(older, world.api_key)
+    assert "deliveryStatus" not in payload and "riskMode" not in payload
+    assert proven_delivery_status(payload) is None and not proof_grantable(payload)
+    with pytest.raises(ProofError):  # nor can the status be added to it afterwards
+        verify_payment_proof({**older, "payload": {**payload, "deliveryStatus": "delivered"}},
+                             world.api_key)
+    for odd in ("DELIVERED", "", None, 1, ["delivered"]):
+        assert not proof_grantable({**payload, "deliveryStatus": odd})
 
 
 def test_no_budget_means_needs_budget(world: PayWorld, connection_id: str) -> None:

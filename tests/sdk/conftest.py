@@ -51,6 +51,8 @@ def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Itera
         add_product(world, {"slug": "credits", "name": "Credits", "priceAtomic": "1000",
                             "pricing": "dynamic_order", "minAmountAtomic": "1000",
                             "maxAmountAtomic": "1000000", "riskPolicy": TRUSTED})
+        add_product(world, {"slug": "relic", "name": "Relic", "priceAtomic": "10000",
+                            "riskMode": "settled_first", "riskPolicy": TRUSTED})
         yield world
 
 

@@ -10,9 +10,10 @@ import pytest
 
 from payments.db import transaction, utcnow
 from payments.developer.keys import create_key
-from svc.backend import BackendError, Connection, ProofError
+from svc.backend import STATUS_UNPROVEN, BackendError, Connection, ProofError
 from svc.handoff import HANDOFF_FIELDS
 from tests.ledger.flow import handoff_token, wallet
+from tests.ledger.legacy_proofs import make_stored_charge_legacy
 from tests.sdk.conftest import Connect, SdkWorld
 
 
@@ -110,6 +111,9 @@ def test_trusted_charge_returns_a_verified_proof(world: SdkWorld, backend: Conne
         assert charge.idempotency_key == "game:boost:t1"
         assert charge.delivery.idempotency_key == "svc:game:boost:t1"
         assert charge.delivery.grantable and charge.delivery.developer_user_id == "user-1"
+        assert charge.status == charge.delivery.status == charge.proof["deliveryStatus"] == (
+            "delivered")
+        assert charge.proof["riskMode"] == "optimistic"
         looked_up = client.get_delivery(charge.delivery.id)
         assert (looked_up.charge_id, looked_up.amount_atomic) == (charge.charge_id, 10_000)
         assert client.get_receipt(charge.charge_id).payment_path == "trusted_server"
@@ -123,6 +127,40 @@ def test_trusted_charge_returns_a_verified_proof(world: SdkWorld, backend: Conne
         assert (refused.value.status, refused.value.code) == (403, "TRUSTED_CHARGE_NOT_ALLOWED")
         assert refused.value.idempotency_key is not None
         assert refused.value.idempotency_key.startswith("svc-charge:")
+
+
+def test_a_settled_first_charge_is_not_grantable_from_its_proof(
+        world: SdkWorld, backend: Connect) -> None:
+    connection_id = bound_connection(world, backend, "merchant-3")
+    with backend() as client:
+        charge = client.create_trusted_charge(
+            product_id=world.products["relic"].id, developer_user_id="user-1",
+            account_connection_id=connection_id, idempotency_key="game:relic:t1")
+        assert (charge.proof["riskMode"], charge.proof["deliveryStatus"]) == (
+            "settled_first", "awaiting_settlement")
+        assert charge.status == charge.delivery.status == "awaiting_settlement"
+        assert not charge.delivery.grantable  # paid; fulfilled on payment.delivered
+        assert charge.event_id is None
+        assert not client.get_delivery(charge.delivery.id).grantable
+
+
+def test_a_replayed_proof_without_the_status_is_not_grantable(
+        world: SdkWorld, backend: Connect) -> None:
+    """A charge made before proofs carried ``deliveryStatus``, replayed: its proof still
+    verifies but proves no status, so the charge is ``unproven`` and the lookup decides."""
+    connection_id = bound_connection(world, backend, "merchant-4")
+    request = {"product_id": world.products["boost"].id, "developer_user_id": "user-1",
+               "account_connection_id": connection_id, "idempotency_key": "game:boost:old"}
+    with backend() as client:
+        first = client.create_trusted_charge(**request)
+        make_stored_charge_legacy(world.sessions, world.api_key, "game:boost:old")
+        replayed = client.create_trusted_charge(**request)
+        assert replayed.charge_id == first.charge_id  # a replay, not a second charge
+        assert "deliveryStatus" not in replayed.proof
+        assert replayed.status == replayed.delivery.status == STATUS_UNPROVEN
+        assert not replayed.delivery.grantable
+        assert replayed.raw["status"] == "delivered"  # said, but not signed
+        assert client.reconcile_delivery(replayed.delivery.id).grantable
 
 
 def test_a_proof_signed_with_another_key_is_refused(world: SdkWorld,

@@ -90,3 +90,25 @@ def test_a_changed_proof_is_refused(world: SdkWorld, backend: Connect) -> None:
             client.create_trusted_charge(product_id=world.products["boost"].id,
                                          account_connection_id=connection_id)
     assert proxy.statuses == [201, 201]
+
+
+def test_a_settled_first_charge_claimed_delivered_is_refused(world: SdkWorld,
+                                                            backend: Connect) -> None:
+    connection_id = bound_connection(world, backend, "merchant-3")
+
+    def claim_delivered(n: int, request: bytes, response: bytes) -> bytes:
+        answer = json.loads(body_of(response))
+        answer["status"] = "delivered"
+        if n == 0:  # the signed status too: the signature no longer matches
+            answer["paymentProof"]["payload"]["deliveryStatus"] = "delivered"
+        return with_body(response, json.dumps(answer).encode())
+
+    with running_proxy(world.router.port, claim_delivered) as proxy:
+        client = backend(url=proxy.url)
+        for expected in ("does not match", "'status'"):
+            with pytest.raises(ProofError, match=expected):
+                client.create_trusted_charge(product_id=world.products["relic"].id,
+                                             account_connection_id=connection_id,
+                                             idempotency_key="game:relic:claimed")
+    assert proxy.statuses == [201, 201]  # the first charge, then its replay
+    assert rows(world, Charge) == 1
