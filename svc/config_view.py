@@ -105,9 +105,15 @@ def revision_line(revision: dict[str, Any]) -> str:
 
 
 def revision_detail_lines(revision: dict[str, Any]) -> list[str]:
+    state = revision.get("state")
     return [f"Revision {revision_line(revision)}", "Changes it made:",
-            *(op_lines(revision["ops"]) or ["  (none)"]), "Config as applied:",
-            *json.dumps(revision["config"], indent=2, sort_keys=False).splitlines()]
+            *(op_lines(revision["ops"]) or ["  (none)"]), "Config as applied (as sent):",
+            *json.dumps(revision["config"], indent=2, sort_keys=False).splitlines(),
+            *(["State it left (what `svc config rollback` to it restores):",
+               *json.dumps(state, indent=2, sort_keys=False).splitlines()] if state else
+              ["State it left: not recorded (applied before revisions kept one, or a value "
+               "in it looked like a secret); a rollback to it applies the config above "
+               "again, and what that config leaves out keeps the value it has then."])]
 
 
 def _shown(value: Any) -> str:

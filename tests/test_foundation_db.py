@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments import migrate
 from payments.apps import create_app_record
+from payments.config.models import ConfigRevision
 from payments.db import Base, make_engine, make_sessionmaker, transaction, utcnow
 from payments.errors import ApiError
 from payments.models import App, ListingStatus, PayToStatus
@@ -88,6 +89,39 @@ def test_listing_review_migration(db_url: str) -> None:
                 conn.execute(text("INSERT INTO operator_actions (operator, action, subject, "
                                   "detail, created_at) VALUES ('dora', 'listing_rejected', "
                                   "'x', '{}', CURRENT_TIMESTAMP)"))
+    finally:
+        engine.dispose()
+
+
+def test_config_revision_state_migration(db_url: str) -> None:
+    """0012: revisions keep the state they left; those recorded before have none (SQL NULL,
+    as a revision that could not record one), which rollback reads as "no state"."""
+    engine = make_engine(db_url)
+    sessions = make_sessionmaker(engine)
+    try:
+        with transaction(sessions) as session:
+            app = App(name="Arcade", slug="arcade")
+            session.add(app)
+            session.flush()
+            for number, state in ((1, {"schemaVersion": "svc.config.v1"}), (2, None)):
+                session.add(ConfigRevision(
+                    app_id=app.id, number=number, mode="merge", config={"n": number},
+                    state=state, ops=[], summary={}, applied_by="zdev_x", via="cli",
+                    created_at=utcnow()))
+
+        def nulls() -> int:
+            with engine.connect() as conn:
+                return int(conn.execute(text("SELECT count(*) FROM config_revisions WHERE "
+                                             "state IS NULL")).scalar_one())
+        assert nulls() == 1  # None is stored as SQL NULL, not the JSON text null
+        migrate.downgrade(engine, "0011")
+        columns = {c["name"] for c in inspect(engine).get_columns("config_revisions")}
+        assert "state" not in columns and "config" in columns
+        migrate.upgrade(engine)
+        assert nulls() == 2
+        with transaction(sessions) as session:
+            found = session.scalars(select(ConfigRevision).order_by(ConfigRevision.number))
+            assert [(r.config, r.state) for r in found] == [({"n": 1}, None), ({"n": 2}, None)]
     finally:
         engine.dispose()
 

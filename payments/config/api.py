@@ -6,7 +6,9 @@ A grant needs spec 5.3's scopes, the ones the resources' own APIs ask for: ``app
 plan and read revisions; to apply or roll back, ``apps:read`` and the write scope of each
 kind of change the plan makes (``Plan.write_scopes``), so config is no way around them.
 Request bodies are ours (docs/config.md): ``{"config": {...svc.config.v1...}, "mode":
-"merge"|"mirror", "baseRevision": "zcfgrev_..."|null, "planDigest": "sha256:..."}``.
+"merge"|"mirror", "baseRevision": "zcfgrev_..."|null, "planDigest": "sha256:..."}``; a
+rollback, and the plan of one, name a ``revision`` instead of ``config`` and ``mode``
+(what it applies: ``payments.config.rollback``).
 
 A webhook URL's DNS answers are checked between two units of work, never inside one (a
 slow DNS server must hold no database lock), as the webhook API does.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -37,6 +39,7 @@ from payments.config.history import (
 )
 from payments.config.models import ConfigRevision
 from payments.config.plan import Context, Plan, make_plan
+from payments.config.rollback import rollback_target
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
 from payments.developer.grants import CONFIG_SCOPES
 from payments.errors import ApiError
@@ -63,6 +66,8 @@ class ConfigRequest:
     mode: str
     base: str | None
     digest: str | None
+    notes: list[dict[str, str]] = field(default_factory=list)  # warnings the plan adds
+    rollback_of: str | None = None  # the revision a rollback goes back to
 
 
 class ConfigApi:
@@ -93,9 +98,14 @@ class ConfigApi:
         read_body = await json_after_auth(request, max_bytes=4 * 1024 * 1024)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
-            asked = _read(read_body(), need_base=False)
-            app = _target(session, who, asked.document["app"]["slug"], READ)
-            return make_plan(session, app, asked.document, asked.mode, self.context).as_dict()
+            body = read_body()
+            app: App | None
+            if "revision" in body:  # the plan of a rollback to it, as the rollback makes it
+                app, asked = _rollback_request(session, who, body, need_base=False)
+            else:
+                asked = _read(body, need_base=False)
+                app = _target(session, who, asked.document["app"]["slug"], READ)
+            return _planned(session, app, asked, self.context).as_dict()
         result = await self._as(request, work)
         await self._dns_problems(result)
         return JSONResponse(result, headers=NO_STORE)
@@ -110,7 +120,7 @@ class ConfigApi:
             app = _target(session, who, asked[0].document["app"]["slug"], READ)
             return _permitted_plan(session, who, app, asked[0], self.context)
         await self._refuse_dns_problems(await self._as(request, prepare))
-        return await self._apply(request, asked[0], rollback_of=None)
+        return await self._apply(request, asked[0])
 
     async def _refuse_dns_problems(self, planned: dict[str, Any]) -> None:
         """DNS is asked outside the apply's transaction, so a name that resolves to a
@@ -121,15 +131,15 @@ class ConfigApi:
                            f"error(s); first: {problems[0].path}: {problems[0].message}",
                            errors=[p.as_dict() for p in problems])
 
-    async def _apply(self, request: Request, asked: ConfigRequest,
-                     rollback_of: str | None) -> Response:
+    async def _apply(self, request: Request, asked: ConfigRequest) -> Response:
         now = self.s.developer.clock()
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = _target(session, who, asked.document["app"]["slug"], READ)
             applied = apply_config(session, who, app, asked.document, asked.mode,
                                    base=asked.base, digest=asked.digest, context=self.context,
-                                   box=self.s.box, now=now, rollback_of=rollback_of)
+                                   box=self.s.box, now=now, rollback_of=asked.rollback_of,
+                                   notes=asked.notes)
             result: dict[str, Any] = {
                 "app": applied.app.slug, "mode": asked.mode, "ops": [
                     o.as_dict() for o in applied.plan.ops],
@@ -154,27 +164,14 @@ class ConfigApi:
         read_body = await json_after_auth(request)
         await self._limit(request)
         asked: list[ConfigRequest] = []
-        revision_id: list[str] = []
 
         def prepare(session: Session, who: Principal) -> dict[str, Any]:
-            body = read_body()
-            ref = required_str(body, "revision", 64)
-            revision = _revision(session, who, ref, READ)
-            if "baseRevision" not in body:
-                raise ApiError("missing_field", 422, "'baseRevision' is required: the head "
-                               "revision your rollback plan was made against.",
-                               field="baseRevision")
-            app = session.get(App, revision.app_id)
-            assert app is not None
-            document = {**revision.config, "app": {**revision.config["app"], "slug": app.slug}}
-            asked.append(ConfigRequest(document, revision.mode,
-                                  field_str(body, "baseRevision", required=False, max_length=64),
-                                  field_str(body, "planDigest", required=False, max_length=80)))
-            revision_id.append(revision.id)
-            return _permitted_plan(session, who, app, asked[0], self.context)
+            app, rollback = _rollback_request(session, who, read_body(), need_base=True)
+            asked.append(rollback)
+            return _permitted_plan(session, who, app, rollback, self.context)
         # The old config meets today's rules, DNS included, like any other apply.
         await self._refuse_dns_problems(await self._as(request, prepare))
-        return await self._apply(request, asked[0], rollback_of=revision_id[0])
+        return await self._apply(request, asked[0])
 
     async def _limit(self, request: Request) -> None:
         await enforce_for_developer(
@@ -240,11 +237,42 @@ def _read(body: dict[str, Any], *, need_base: bool) -> ConfigRequest:
     return ConfigRequest(document, mode, base, digest)
 
 
+def _rollback_request(session: Session, who: Principal, body: dict[str, Any], *,
+                      need_base: bool) -> tuple[App, ConfigRequest]:
+    """A rollback (or the plan of one): ``{revision, baseRevision, planDigest?}``. What it
+    applies is ``payments.config.rollback``'s choice, checked as any document is."""
+    ref = required_str(body, "revision", 64)
+    for other in ("config", "mode"):
+        if other in body:
+            raise ApiError("invalid_field", 422, f"'{other}' cannot go with 'revision': a "
+                           "rollback applies what that revision recorded, in the mode that "
+                           "restores it.", field=other)
+    revision = _revision(session, who, ref, READ)
+    if need_base and "baseRevision" not in body:
+        raise ApiError("missing_field", 422, "'baseRevision' is required: the head "
+                       "revision your rollback plan was made against.", field="baseRevision")
+    app = session.get(App, revision.app_id)
+    assert app is not None
+    target = rollback_target(revision, app)
+    return app, ConfigRequest(
+        check_document(target.document), target.mode,
+        field_str(body, "baseRevision", required=False, max_length=64),
+        field_str(body, "planDigest", required=False, max_length=80),
+        notes=target.warnings, rollback_of=revision.id)
+
+
+def _planned(session: Session, app: App | None, asked: ConfigRequest,
+             context: Context) -> Plan:
+    planned = make_plan(session, app, asked.document, asked.mode, context)
+    planned.warnings += asked.notes
+    return planned
+
+
 def _permitted_plan(session: Session, who: Principal, app: App | None, asked: ConfigRequest,
                     context: Context) -> dict[str, Any]:
     """The plan an apply is about to carry out, refused early (before any DNS question) when
     the caller may not make its changes; apply checks again under the app's lock."""
-    planned = make_plan(session, app, asked.document, asked.mode, context)
+    planned = _planned(session, app, asked, context)
     who.require_scopes(planned.app_slug, planned.write_scopes)
     return planned.as_dict()
 

@@ -19,6 +19,7 @@ from manifest.url_policy import check_webhook_url
 from payments.apps import set_pay_to
 from payments.config.models import ConfigRevision
 from payments.config.plan import KINDS, Context, Op, Plan, head_revision, make_plan
+from payments.config.state import recordable_state
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal
 from payments.errors import ApiError
@@ -48,13 +49,17 @@ def conflict(current: str | None, base: str | None) -> ApiError:
 
 def apply_config(session: Session, who: Principal, app: App | None, document: dict[str, Any],
                  mode: str, *, base: str | None, digest: str | None, context: Context,
-                 box: SecretBox, now: datetime, rollback_of: str | None = None) -> Applied:
+                 box: SecretBox, now: datetime, rollback_of: str | None = None,
+                 notes: list[dict[str, str]] | None = None) -> Applied:
+    """Plan ``document`` under the app's lock and carry the plan out; ``notes`` are warnings
+    the caller adds to the plan (a rollback's)."""
     if app is not None:
         operations.lock(session, app)  # applies to one app take turns
     head = head_revision(session, app)
     if (head.id if head else None) != base:
         raise conflict(head.id if head else None, base)
     plan = make_plan(session, app, document, mode, context)
+    plan.warnings += notes or []
     # Checked on the plan made under the lock, before the first write: what a grant may
     # change is what this apply will change, not what an earlier plan showed.
     who.require_scopes(plan.app_slug, plan.write_scopes)
@@ -63,8 +68,10 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
                        f"error(s); first: {plan.errors[0].path}: {plan.errors[0].message}",
                        errors=[p.as_dict() for p in plan.errors])
     if digest is not None and digest != plan.digest:
+        again = ("plan the rollback again (`svc config rollback`, or the plan API with "
+                 "{\"revision\": ...})" if rollback_of else "plan again")
         raise ApiError("config_plan_stale", 409, "The app changed since this plan was made "
-                       "(outside config); nothing was changed: plan again.")
+                       f"(outside config); nothing was changed: {again}.")
     secrets: dict[str, str] = {}
     target = _apply_app(session, who, app, plan.ops[0])
     session.flush()  # configuring the runtime re-reads the row under its lock
@@ -86,7 +93,9 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
     if plan.changes_anything:
         revision = ConfigRevision(
             app_id=target.id, number=(head.number + 1) if head else 1, mode=mode,
-            config=document, ops=[o.as_dict() for o in plan.ops], summary=plan.summary,
+            config=document, state=_state(session, target, document, plan),
+            ops=[o.as_dict() for o in plan.ops],
+            summary=plan.summary,
             applied_by=who.developer_id, via="cli" if who.grant else "console",
             rollback_of=rollback_of, created_at=now)
         session.add(revision)
@@ -97,6 +106,22 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
             raise conflict(None, base) from None
     ids["revision"] = revision.id if revision else None
     return Applied(plan, target, revision, ids, secrets)
+
+
+def _state(session: Session, app: App, document: dict[str, Any],
+           plan: Plan) -> dict[str, Any] | None:
+    """The state this apply leaves, to record with its revision; None, and a warning on the
+    plan, when it cannot be recorded."""
+    session.flush()  # read back from the rows just written, in this transaction
+    state, problem = recordable_state(session, app, document)
+    if problem is not None:
+        plan.warnings.append({
+            "code": "state_not_recorded", "key": problem.path,
+            "message": f"The app's state after this apply holds a value at {problem.path} "
+                       f"that a revision cannot record ({problem.message}), so this revision "
+                       "keeps only its config as sent: a rollback to it applies that config "
+                       "again and leaves what it does not name as it is then."})
+    return state
 
 
 def _apply_app(session: Session, who: Principal, app: App | None, op: Op) -> App:

@@ -1,6 +1,6 @@
 """Reading an app's config revisions: the list, newest first, and one revision with the
-ops and config it recorded. The API and the console's pages answer from these functions,
-so both show a revision in the same JSON shape."""
+ops, config and state it recorded. The API and the console's pages answer from these
+functions, so both show a revision in the same JSON shape."""
 
 from __future__ import annotations
 
@@ -65,9 +65,11 @@ def revision_of(session: Session, app_id: str, revision_id: str) -> ConfigRevisi
 
 
 def revision_detail(session: Session, revision: ConfigRevision) -> dict[str, Any]:
-    """One revision as the API shows it: its view plus the config and ops it recorded."""
+    """One revision as the API shows it: its view plus the config (as sent), the state it
+    left (None when it recorded none) and the ops it recorded."""
     names = developer_names(session, {revision.applied_by})
-    return {**revision_view(revision, names), "config": revision.config, "ops": revision.ops}
+    return {**revision_view(revision, names), "config": revision.config,
+            "state": revision.state, "ops": revision.ops}
 
 
 def revision_numbers(session: Session, app_id: str, ids: set[str]) -> dict[str, int]:

@@ -1,4 +1,5 @@
-"""Config revisions (``zcfgrev_``): every apply that changed something, as applied."""
+"""Config revisions (``zcfgrev_``): every apply that changed something, as applied and the
+state it left."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ class ConfigRevision(Base):
     mode: Mapped[str] = mapped_column(String(8))
     # The document as applied (the secret guard has refused any secret in it).
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # The app as this apply left it, every field config manages, as an svc.config.v1
+    # document (payments.config.state): what a rollback to this revision restores. None:
+    # recorded before revisions kept it (migration 0012), or not recordable (a value set
+    # outside config looked like a secret).
+    state: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True),
+                                                          default=None)
     ops: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     summary: Mapped[dict[str, int]] = mapped_column(JSON)
     applied_by: Mapped[str] = mapped_column(String(48))  # developer id

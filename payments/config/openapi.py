@@ -104,6 +104,12 @@ def config_paths() -> dict[str, Any]:
     request = {"type": "object", "required": ["config"], "properties": {
         "config": _ref("SvcConfig"), "mode": {"enum": ["merge", "mirror"]},
         "baseRevision": NREV, "planDigest": STR}}
+    plan_request = {"oneOf": [request, {
+        "type": "object", "required": ["revision"], "additionalProperties": False,
+        "description": "the plan of a rollback to this revision, exactly as POST "
+                       "/api/developer/config/rollback will make it (send its baseRevision "
+                       "and digest with the rollback)",
+        "properties": {"revision": REV}}]}
     applied = _op("Apply a config in one transaction; records a revision when anything "
                   "changed (201), else 200 with no revision. A new webhook's signing secret "
                   "is in `secrets`, this once.", WRITE, "ConfigApplied",
@@ -111,16 +117,21 @@ def config_paths() -> dict[str, Any]:
                   extra=("503",))
     applied["responses"]["200"] = {"description": "nothing to change", "content": {
         "application/json": {"schema": _ref("ConfigApplied")}}}
-    rollback = _op("Apply an earlier revision's config as a new revision.", WRITE,
+    rollback = _op("Restore the app as an earlier revision left it (its recorded state, in "
+                   "mirror mode: what it does not list is disabled), as a new revision; a "
+                   "revision recorded before states were kept has its config re-applied as "
+                   "sent, in its mode, with a warning (rollback_without_state). Plan it "
+                   "first with POST /api/developer/config/plan {revision}.", WRITE,
                    "ConfigApplied", status="201", body={
                        "type": "object", "required": ["revision", "baseRevision"],
                        "properties": {"revision": REV, "baseRevision": NREV,
                                       "planDigest": STR}}, extra=("503",))
     rollback["responses"]["200"] = applied["responses"]["200"]
     return {
-        f"{p}/plan": {"post": _op("Preview a config: ops, blocking errors, warnings, missing "
-                                  "secrets, runtime validation inputs. Writes nothing.",
-                                  READ, "ConfigPlan", body=request, extra=("503",))},
+        f"{p}/plan": {"post": _op("Preview a config, or a rollback to a revision: ops, "
+                                  "blocking errors, warnings, missing secrets, runtime "
+                                  "validation inputs. Writes nothing.",
+                                  READ, "ConfigPlan", body=plan_request, extra=("503",))},
         f"{p}/apply": {"post": applied},
         f"{p}/revisions": {"get": {
             **_op("An app's config revisions, newest first, a page at a time.", READ,
@@ -142,13 +153,21 @@ def config_paths() -> dict[str, Any]:
                                                "on the last page"})}}},
                 "401": ERR, "403": ERR, "404": ERR, "422": ERR}}},
         f"{p}/revisions/{{revision}}": {"get": {
-            **_op("One revision: the config as applied and its ops.", READ, None),
+            **_op("One revision: the config as applied (as sent), the state it left and its "
+                  "ops.", READ, None),
             "parameters": [{"name": "revision", "in": "path", "required": True,
                             "schema": STR}],
             "responses": {"200": {"description": "success", "content": {"application/json": {
                 "schema": _obj(["revision"], revision=_obj(
-                    [*REVISION["required"], "config", "ops"], **REVISION["properties"],
-                    config={"type": "object"},
+                    [*REVISION["required"], "config", "state", "ops"],
+                    **REVISION["properties"], config={"type": "object"},
+                    state={"anyOf": [_ref("SvcConfig"), {"type": "null"}],
+                           "description": "the app as this revision left it: every field "
+                                          "config manages, each active product in full, the "
+                                          "enabled webhook endpoint; what a rollback to it "
+                                          "restores. null: recorded before revisions kept "
+                                          "it, or not recordable (a value set outside config "
+                                          "looked like a secret)"},
                     ops={"type": "array", "items": _ref("ConfigOp")}))}}},
                 "401": ERR, "403": ERR, "404": ERR}}},
         f"{p}/rollback": {"post": rollback},

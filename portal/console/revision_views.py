@@ -107,10 +107,29 @@ def revision_page(nav: Nav, shown: RevisionShown) -> HTMLResponse:
         f"<section aria-labelledby=\"ops-h\"><h2 id=\"ops-h\">What it changed</h2>"
         f"{_ops(r['ops'])}</section>"
         "<section aria-labelledby=\"config-h\"><h2 id=\"config-h\">Config as applied</h2>"
-        f"<pre><code>{escape(config)}</code></pre>"
-        "<p class=\"hint\">Rolling back to this revision (<code>POST /api/developer/config/"
-        "rollback</code> with its id) applies this config again and records that as a new "
-        "revision.</p></section>"), nav=nav)
+        "<p class=\"hint\">The document as it was sent; fields it leaves out were left as "
+        f"they were.</p><pre><code>{escape(config)}</code></pre></section>"
+        f"{_state(r['state'], r['id'])}"), nav=nav)
+
+
+def _state(state: View | None, revision_id: str) -> str:
+    """The state the revision left, which a rollback to it restores; or why there is none
+    and what a rollback to it does instead."""
+    rollback = (f"<code>svc config rollback {escape(revision_id)}</code> (<code>POST "
+                "/api/developer/config/rollback</code>)")
+    if state is None:
+        text = ("<p>Not recorded: this revision was applied before revisions kept the state "
+                "they left, or a value in it then looked like a secret. Rolling back to it "
+                f"({rollback}) applies the config above again, in its mode: fields and "
+                "resources it leaves out keep the values they have then.</p>")
+    else:
+        shown = json.dumps(state, indent=2, ensure_ascii=False)
+        text = (f"<p class=\"hint\">Every field config manages, as this revision left it. "
+                f"Rolling back to it ({rollback}) restores this, as a new revision: products "
+                "and a webhook endpoint it does not list are disabled (mirror mode).</p>"
+                f"<pre><code>{escape(shown)}</code></pre>")
+    return ("<section aria-labelledby=\"state-h\"><h2 id=\"state-h\">State it left</h2>"
+            f"{text}</section>")
 
 
 def _ops(ops: list[View]) -> str:

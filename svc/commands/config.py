@@ -27,6 +27,7 @@ from svc.commands.config_flow import (
     blocking,
     carry_out,
     request_plan,
+    request_rollback_plan,
     revision_path,
 )
 from svc.commands.grant import signed_in
@@ -73,7 +74,7 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
     revisions.set_defaults(run=list_revisions)
     rollback = commands.add_parser(
         "rollback", parents=[common, confirm],
-        help="apply an earlier revision's config again, as a new revision (needs "
+        help="restore the app as an earlier revision left it, as a new revision (needs "
         "apps:read and the write scope of each kind of change)")
     rollback.add_argument("revision", metavar="REVISION", help="the zcfgrev_ id to go back to")
     rollback.set_defaults(run=roll_back)
@@ -127,13 +128,20 @@ def roll_back(args: argparse.Namespace, out: Output) -> int:
     client, _ = signed_in(args, CONFIG_TIMEOUT)
     with client:
         revision = client.call("GET", revision_path(args.revision))["revision"]
-        # Planned like any config, so the rollback is shown (and confirmed) as a diff
-        # against the app as it is now, and sent against the head the plan was made on.
-        planned = request_plan(client, revision["config"], revision["mode"])
+        # The service plans the rollback as it will carry it out, so it is shown (and
+        # confirmed) as a diff against the app as it is now, and sent against the head and
+        # digest of that plan.
+        planned = request_rollback_plan(client, revision["id"])
         body = {"revision": revision["id"], "baseRevision": planned["baseRevision"],
                 "planDigest": planned["digest"]}
+        number = revision["number"]
         return carry_out(out, Proposal(
             planned, {"revision": revision["id"]},
             lambda: client.call("POST", f"{CONFIG}/rollback", body),
-            question=f"Roll {planned['app']} back to revision {revision['number']}?",
-            again=f"svc config rollback {revision['id']}"), assume_yes=args.yes)
+            question=f"Roll {planned['app']} back to revision {number}?",
+            again=f"svc config rollback {revision['id']}",
+            unchanged=(f"Nothing to apply: the service is already as revision {number} left "
+                       "it." if revision.get("state") is not None else
+                       f"Nothing to apply: the service already matches revision {number}'s "
+                       "config as sent (it recorded no state: see the warning).")),
+            assume_yes=args.yes)

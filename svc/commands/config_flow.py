@@ -32,11 +32,18 @@ class Proposal:
     send: Callable[[], dict[str, Any]]  # carries the plan out; the service's answer
     question: str  # asked before sending
     again: str  # the command that makes a fresh plan after a conflict
+    unchanged: str = "Nothing to apply: the service already matches."  # a plan of no change
 
 
 def request_plan(client: DeveloperClient, document: dict[str, Any],
                  mode: str) -> dict[str, Any]:
     return client.call("POST", f"{CONFIG}/plan", {"config": document, "mode": mode})
+
+
+def request_rollback_plan(client: DeveloperClient, revision: str) -> dict[str, Any]:
+    """The plan of a rollback to ``revision``, made by the service as the rollback will make
+    it (what it restores is the service's: the state that revision recorded)."""
+    return client.call("POST", f"{CONFIG}/plan", {"revision": revision})
 
 
 def apply_body(document: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +73,7 @@ def carry_out(out: Output, proposal: Proposal, *, assume_yes: bool) -> int:
     if problem is not None:
         return out.report(payload, lines, problem)
     if not changes_anything(plan):
-        return out.report(payload, [*lines, "Nothing to apply: the service already matches."])
+        return out.report(payload, [*lines, proposal.unchanged])
     if not assume_yes:
         refusal = _cannot_ask(out)
         if refusal is not None:

@@ -104,14 +104,21 @@ def test_revisions_are_listed_newest_first_and_each_shows_its_ops_and_config(
                 "&lt;/b&gt;</code></li>") in shown
         assert "<summary>1 unchanged</summary><ul><li>runtime <code>" in shown
         assert "<b>Deluxe" not in shown and "<script>alert(1)" not in shown
-        # The config block is the recorded document, escaped: it reads back as the same JSON.
+        # The config block is the recorded document, escaped: it reads back as the same JSON;
+        # the state block the state it left (mirror disabled skin and the webhook), which is
+        # what a rollback to it restores.
         blocks = PRE_RE.findall(shown)
-        assert len(blocks) == 1
+        assert len(blocks) == 2
         with sessions() as session:
             recorded = session.get(ConfigRevision, second["id"])
-            assert recorded is not None
+            assert recorded is not None and recorded.state is not None
             assert json.loads(html.unescape(blocks[0])) == recorded.config
+            assert json.loads(html.unescape(blocks[1])) == recorded.state
         assert '\n  "schemaVersion": ' in html.unescape(blocks[0])  # indented, one key a line
+        assert [p["slug"] for p in recorded.state["products"]] == ["retry"]
+        assert recorded.state["webhooks"] == [] and "metadata" not in recorded.state
+        assert "<h2 id=\"state-h\">State it left</h2>" in shown
+        assert f"<code>svc config rollback {second['id']}</code>" in shown
 
         created = client.get(f"/apps/arcade/config/{first['id']}").text
         assert ("<tr><td>create</td><td>product</td><td><code>skin</code></td><td>"
@@ -125,6 +132,19 @@ def test_revisions_are_listed_newest_first_and_each_shows_its_ops_and_config(
                 "</dd>") in rolled
         assert ("<li><code>status</code>: <code>disabled</code> → <code>active</code></li>"
                 ) in rolled
+        first_state, rolled_state = (PRE_RE.findall(client.get(
+            f"/apps/arcade/config/{r['id']}").text)[1] for r in (first, third))
+        assert rolled_state == first_state  # the app is as #1 left it
+
+        # A revision recorded before states were kept says what a rollback to it does.
+        with transaction(sessions) as session:
+            old = session.get(ConfigRevision, first["id"])
+            assert old is not None
+            old.state = None
+        bare = client.get(f"/apps/arcade/config/{first['id']}")
+        assert_strict_page(bare)
+        assert len(PRE_RE.findall(bare.text)) == 1
+        assert "<p>Not recorded: this revision was applied before revisions kept" in bare.text
 
 
 def test_an_app_without_revisions_says_how_to_make_the_first(

@@ -43,7 +43,9 @@ def test_revisions_render_in_chromium(console: Console, developer: tuple[str, st
     # What the file said is text on the page, never markup: no <b>, no script ran.
     assert "name: Arcade → Arcade <b>Deluxe</b>" in page.get_by_role("table").inner_text()
     assert page.locator("main b").count() == 0
-    assert HOSTILE in page.locator("pre").inner_text()
+    config, state = page.locator("pre").all()  # as sent, and the state it left
+    assert HOSTILE in config.inner_text() and HOSTILE not in state.inner_text()
+    assert page.get_by_role("heading", name="State it left").is_visible()
     runtime = page.get_by_role("listitem").filter(has_text="runtime")
     assert not runtime.is_visible()  # unchanged resources are folded away
     page.locator("summary", has_text="1 unchanged").click()

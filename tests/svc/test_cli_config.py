@@ -15,7 +15,7 @@ from collections.abc import Callable
 from select import select as wait_readable
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from payments.config.models import ConfigRevision
@@ -317,6 +317,55 @@ def test_revisions_and_rollback(world: World) -> None:
     same = run(world, "config", "rollback", first["id"], "--yes")
     assert same.returncode == 0 and "Nothing to apply" in same.stdout
     assert revision_count(world) == 3
+
+
+def test_rollback_restores_what_the_old_file_left_out(world: World) -> None:
+    """The walkthrough: revision 1 names no risk policy, revision 2 turns trusted-server
+    charges on and adds a product; rolling back to 1 turns them off and disables it."""
+    signed_in(world, CONFIG_SCOPES)
+    write_config(world, game_config())
+    first = ok(world, "config", "apply", "--yes")["applied"]["revision"]
+    trusted = game_config()
+    trusted["products"][0]["riskPolicy"] = {"trustedServerCharge": {"enabled": True}}
+    trusted["products"].append({"slug": "boost", "name": "Boost", "priceAtomic": "300"})
+    write_config(world, trusted)
+    second = ok(world, "config", "apply", "--yes")["applied"]["revision"]
+    shown = run(world, "config", "revisions", first["id"]).stdout.splitlines()
+    assert "State it left (what `svc config rollback` to it restores):" in shown
+
+    rolled = run(world, "config", "rollback", first["id"], "--yes")
+    assert rolled.returncode == 0, rolled.stderr
+    lines = rolled.stdout.splitlines()
+    assert lines[0] == f"Plan for game (mirror, against {second['id']}):"
+    at = lines.index("~ product retry")
+    assert lines[at + 1] == "    riskPolicy.trustedServerCharge.enabled: true -> false"
+    assert "- product boost" in lines
+    assert "1 to update, 1 to disable" in rolled.stdout
+    assert lines[-1].startswith("Applied revision 3 (")
+    with world.sessions() as session:
+        assert not product(session, "retry").trusted_charge_enabled
+        assert product(session, "boost").status is ProductStatus.DISABLED
+    again = run(world, "config", "rollback", first["id"], "--yes")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[-1] == ("Nothing to apply: the service is already as "
+                                            "revision 1 left it.")
+
+    # A revision recorded before states were kept: its file again, and the plan says so.
+    with world.sessions() as session, session.begin():
+        session.execute(update(ConfigRevision).where(ConfigRevision.id == second["id"])
+                        .values(state=None))
+    old = run(world, "config", "rollback", second["id"], "--yes")
+    assert old.returncode == 0, old.stderr
+    lines = old.stdout.splitlines()
+    assert lines[0].startswith("Plan for game (merge, against zcfgrev_")
+    assert f"  {second['id']}: Revision 2 recorded no state of the app" in "\n".join(lines)
+    assert "~ product retry" in lines and "~ product boost" in lines  # both named by #2
+    with world.sessions() as session:
+        assert product(session, "retry").trusted_charge_enabled
+        assert product(session, "boost").status is ProductStatus.ACTIVE
+    assert revision_count(world) == 4
+    assert "State it left: not recorded" in run(world, "config", "revisions",
+                                                 second["id"]).stdout
 
 
 def test_apply_asks_on_a_terminal_and_refuses_without_one(world: World) -> None:

@@ -1,0 +1,64 @@
+"""What a rollback to a revision applies, and what its plan should warn about.
+
+A revision with a recorded state (``payments.config.state``) is rolled back by planning
+that state in mirror mode: every field it names is set to its value then, and an active
+product or an enabled webhook endpoint it does not list (created or re-enabled since) is
+disabled, so the app is as that revision left it. A revision recorded before states were
+kept (or whose state was not recordable) has only the document as sent: its rollback
+applies that, in its own mode, as rollbacks always did, and the plan says that fields and
+resources the document left out keep their current values. Refusing instead would take
+away the only undo such a revision has; the plan shows exactly what it will do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from payments.config.models import ConfigRevision
+from payments.models import App, RuntimeStatus
+
+STATE_MODE = "mirror"  # a state lists everything active; what it leaves out is disabled
+
+
+@dataclass(frozen=True)
+class RollbackTarget:
+    document: dict[str, Any]
+    mode: str
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+
+def rollback_target(revision: ConfigRevision, app: App) -> RollbackTarget:
+    """The document and mode a rollback to ``revision`` plans, under the app's slug now."""
+    if revision.state is None:
+        return RollbackTarget(_named(revision.config, app.slug), revision.mode, [{
+            "code": "rollback_without_state", "key": revision.id,
+            "message": f"Revision {revision.number} recorded no state of the app (it was "
+                       "applied before revisions kept one, or a value then looked like a "
+                       "secret): this rollback applies its config as sent, in "
+                       f"{revision.mode} mode, so fields and resources that config left out "
+                       "keep their current values."}])
+    document = _named(revision.state, app.slug)
+    return RollbackTarget(document, STATE_MODE, _kept(document, app, revision.number))
+
+
+def _named(document: dict[str, Any], slug: str) -> dict[str, Any]:
+    return {**document, "app": {**document["app"], "slug": slug}}
+
+
+def _kept(state: dict[str, Any], app: App, number: int) -> list[dict[str, str]]:
+    """What the app has now that it did not have after revision ``number`` and that no
+    config can take away: a pay-to address, a runtime."""
+    kept = []
+    if "payTo" not in state["app"] and app.pay_to is not None:
+        kept.append({"code": "rollback_keeps_field", "key": "app.payTo",
+                     "message": f"The app had no pay-to address after revision {number}; an "
+                                "address cannot be unbound, so it stays "
+                                f"{app.pay_to}."})
+    if "runtime" not in state and app.runtime_status not in (RuntimeStatus.NOT_CONFIGURED,
+                                                             RuntimeStatus.DISABLED):
+        kept.append({"code": "rollback_keeps_field", "key": "runtime",
+                     "message": f"The app had no runtime after revision {number}; config "
+                                "cannot remove one, so it stays (`svc runtime disable` "
+                                "turns it off)."})
+    return kept
