@@ -159,7 +159,17 @@ IDEMPOTENCY_NOTE = (
     "answers are kept per endpoint (product route, orders, trusted charges). Never reuse a "
     "key for a new purchase: deliveries and orders also keep their key unique per app "
     f"beyond the {RETENTION_DAYS} days, so a late reuse, or one key used on both the "
-    "product route and `/api/charges`, is refused (currently as `internal_error`).")
+    "product route and `/api/charges`, is refused (`IDEMPOTENCY_KEY_REUSED` for a payment; "
+    "currently `internal_error` for an order).")
+PAY_RETRY_NOTE = (
+    "Retries: for the product route the same request means the same purchase, not the same "
+    "code. A client that lost the answer holds a consumed code, so it retries under the same "
+    "key with a freshly exchanged one; the service compares what that code binds (product, "
+    "order, the `developerUserId` the delivery goes to, the budget's wallet and spender, the "
+    "account connection) and answers the stored result, reading the new code without "
+    "consuming it. A code for another purchase under the key is refused "
+    "(`IDEMPOTENCY_KEY_REUSED`, or the code's own mismatch error), an unknown one is "
+    "`AUTHORIZATION_CODE_INVALID`; nothing is charged either way.")
 PROOF_NOTE = (
     f"`paymentProof` (scheme `{PROOF_SCHEME}`): `signature` is `\"sha256=\" + "
     "hex(HMAC-SHA256(key, canonical_json(payload)))`, where `key` is the very `zpk_` secret "
@@ -563,7 +573,9 @@ def ledger_paths() -> dict[str, Any]:
                 "`paymentUrl` (and to `orderId`, `idempotencyKey`, the summary's account "
                 "connection when given), single-use, and lives "
                 "`SVCSRV_PAYMENT_CODE_TTL_SECONDS` (default 300 s). The order must be "
-                f"unpaid and of the same product. {CORS_NOTE} Answers "
+                "of the same product and unpaid, or paid under the `idempotencyKey` sent "
+                "(a retry after a lost answer: that code can only find the payment's "
+                f"stored answer again). {CORS_NOTE} Answers "
                 "`cache-control: no-store`.",
                 ok="200", ok_schema="PaymentCodeResponse", body="PaymentCodeRequest",
                 parameters=[_header("Origin", "the page that received the summary code")],
@@ -602,7 +614,7 @@ def ledger_paths() -> dict[str, Any]:
                 "event yet. The response does not wait for any webhook. The amount is the "
                 "product price, or the order's amount when `orderId` is sent. A rejected "
                 "payment leaves the code unused. "
-                f"{IDEMPOTENCY_NOTE} {CORS_NOTE}",
+                f"{IDEMPOTENCY_NOTE} {PAY_RETRY_NOTE} {CORS_NOTE}",
                 ok="201", ok_schema="ChargeResult", body="PayRequest",
                 parameters=[
                     _header("x-wallet-address", "the summary's `ownerWallet`",
