@@ -93,7 +93,9 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
                                                 "another `developerUserId`"),
     "ACCOUNT_CONNECTION_MISMATCH": (409, "the code's account connection differs from "
                                          "`accountConnectionId` (or, for trusted charges, no "
-                                         "active connection has that id)"),
+                                         "active connection has that id, or it was made for "
+                                         "another `merchantUserId` than the "
+                                         "`developerUserId` or the order's user)"),
     "PAYMENT_CODE_ORIGIN_REQUIRED": (403, "the payment-code exchange was called without an "
                                           "`Origin` header"),
     "PAYMENT_CODE_ORIGIN_MISMATCH": (403, "the `Origin` is not the summary code's audience"),
@@ -320,7 +322,9 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
         ["productId", "accountConnectionId", "idempotencyKey"],
         productId=_str(48), accountConnectionId=_str(48, description="an active connection "
                                                                      "of this app"),
-        idempotencyKey=_str(MAX_KEY_LENGTH, minLength=1), developerUserId=_str(200),
+        idempotencyKey=_str(MAX_KEY_LENGTH, minLength=1),
+        developerUserId=_str(200, description="the user the delivery goes to: the "
+                                              "`merchantUserId` the connection was made for"),
         orderId=_str(48)),
     "OrderRequest": {
         **_obj(["productId", "developerUserId", "idempotencyKey"], productId=_str(48),
@@ -694,7 +698,11 @@ def ledger_paths() -> dict[str, Any]:
                 "Spec 4.4. Charges the connected wallet's budget without a browser step, in "
                 "the same one-transaction unit of work as the product route. The product "
                 "must allow it (`riskPolicy.trustedServerCharge.enabled`, and the amount "
-                "at most its `maxAmountAtomic`). The response carries a `paymentProof`, "
+                "at most its `maxAmountAtomic`). A `developerUserId` (or the order's user) "
+                "must be the `merchantUserId` the connection's account handoff was made "
+                "for, else `ACCOUNT_CONNECTION_MISMATCH` and nothing is charged; without "
+                "either, the delivery's `developerUserId` is null (the service keeps only a "
+                "hash of the connection's user). The response carries a `paymentProof`, "
                 f"always. {PROOF_NOTE} {IDEMPOTENCY_NOTE} Answers `cache-control: "
                 "no-store`.",
                 ok="201", ok_schema="TrustedChargeResult", body="TrustedChargeRequest",

@@ -399,6 +399,14 @@ class PaymentRoutes:
             if order is not None:
                 developer_user_id = codes.bound_user(developer_user_id,
                                                      order.developer_user_id, "order")
+            # No user in the loop here: the connection is what says whose wallet pays for
+            # whom, so the grant must go to the account it was made for (spec 1.5).
+            if developer_user_id is not None and not handoffs.made_for(
+                    self.c.secret_key, app.id, connection.merchant_user_hash,
+                    developer_user_id):
+                raise ApiError("ACCOUNT_CONNECTION_MISMATCH", 409, "This account connection "
+                               "was made for another user than the developerUserId (or the "
+                               "order's user): charge a connection of that user.")
             self._check_trusted_policy(product, amount)
             authorization = active_authorization(session, connection.owner_wallet,
                                                  self.c.params.spender)
