@@ -21,6 +21,14 @@ def merchant_user_hash(secret_key: str, app_id: str, merchant_user_id: str) -> s
     return hmac.new(secret_key.encode(), message, hashlib.sha256).hexdigest()
 
 
+def made_for(secret_key: str, app_id: str, connection_user_hash: str,
+             developer_user_id: str) -> bool:
+    """Whether a connection stored as ``connection_user_hash`` was made by a handoff for
+    ``developer_user_id`` (the same string the backend sent as ``merchantUserId``)."""
+    return hmac.compare_digest(merchant_user_hash(secret_key, app_id, developer_user_id),
+                               connection_user_hash)
+
+
 def merchant_user_id_of(body: dict[str, Any]) -> str:
     """``merchantUserId``: a blank one is refused, since every player sent with it would
     hash to the same user and share one connection (and its budget)."""

@@ -51,6 +51,16 @@ def fingerprint(request: dict[str, Any]) -> str:
 
 def replay(session: Session, app_id: str, scope: str, key: str, request_hash: str,
            now: datetime) -> Stored | None:
+    record = find(session, app_id, scope, key, now)
+    return None if record is None else answer(record, request_hash)
+
+
+def find(session: Session, app_id: str, scope: str, key: str,
+         now: datetime) -> IdempotencyRecord | None:
+    """The live record of ``key``, whatever request it was for (an expired one is dropped).
+
+    For a caller that can fingerprint its request only after reading more (the product
+    route compares what the payment code binds, docs/payments.md)."""
     record = _FIND.entity(session, IdempotencyRecord,
                           {"app_id": app_id, "scope": scope, "key": key})
     if record is None:
@@ -58,6 +68,11 @@ def replay(session: Session, app_id: str, scope: str, key: str, request_hash: st
     if record.expires_at <= now:
         _EXPIRE.run(session, {"id": record.id})
         return None
+    return record
+
+
+def answer(record: IdempotencyRecord, request_hash: str) -> Stored:
+    """The stored answer, if ``request_hash`` is the request it was stored for."""
     if record.request_hash != request_hash:
         raise ApiError("IDEMPOTENCY_KEY_REUSED", 409, "This idempotencyKey was already used "
                        "with a different request; use a new key for a new purchase.")

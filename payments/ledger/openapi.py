@@ -93,7 +93,9 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
                                                 "another `developerUserId`"),
     "ACCOUNT_CONNECTION_MISMATCH": (409, "the code's account connection differs from "
                                          "`accountConnectionId` (or, for trusted charges, no "
-                                         "active connection has that id)"),
+                                         "active connection has that id, or it was made for "
+                                         "another `merchantUserId` than the "
+                                         "`developerUserId` or the order's user)"),
     "PAYMENT_CODE_ORIGIN_REQUIRED": (403, "the payment-code exchange was called without an "
                                           "`Origin` header"),
     "PAYMENT_CODE_ORIGIN_MISMATCH": (403, "the `Origin` is not the summary code's audience"),
@@ -159,7 +161,17 @@ IDEMPOTENCY_NOTE = (
     "answers are kept per endpoint (product route, orders, trusted charges). Never reuse a "
     "key for a new purchase: deliveries and orders also keep their key unique per app "
     f"beyond the {RETENTION_DAYS} days, so a late reuse, or one key used on both the "
-    "product route and `/api/charges`, is refused (currently as `internal_error`).")
+    "product route and `/api/charges`, is refused (`IDEMPOTENCY_KEY_REUSED` for a payment; "
+    "currently `internal_error` for an order).")
+PAY_RETRY_NOTE = (
+    "Retries: for the product route the same request means the same purchase, not the same "
+    "code. A client that lost the answer holds a consumed code, so it retries under the same "
+    "key with a freshly exchanged one; the service compares what that code binds (product, "
+    "order, the `developerUserId` the delivery goes to, the budget's wallet and spender, the "
+    "account connection) and answers the stored result, reading the new code without "
+    "consuming it. A code for another purchase under the key is refused "
+    "(`IDEMPOTENCY_KEY_REUSED`, or the code's own mismatch error), an unknown one is "
+    "`AUTHORIZATION_CODE_INVALID`; nothing is charged either way.")
 PROOF_NOTE = (
     f"`paymentProof` (scheme `{PROOF_SCHEME}`): `signature` is `\"sha256=\" + "
     "hex(HMAC-SHA256(key, canonical_json(payload)))`, where `key` is the very `zpk_` secret "
@@ -310,7 +322,9 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
         ["productId", "accountConnectionId", "idempotencyKey"],
         productId=_str(48), accountConnectionId=_str(48, description="an active connection "
                                                                      "of this app"),
-        idempotencyKey=_str(MAX_KEY_LENGTH, minLength=1), developerUserId=_str(200),
+        idempotencyKey=_str(MAX_KEY_LENGTH, minLength=1),
+        developerUserId=_str(200, description="the user the delivery goes to: the "
+                                              "`merchantUserId` the connection was made for"),
         orderId=_str(48)),
     "OrderRequest": {
         **_obj(["productId", "developerUserId", "idempotencyKey"], productId=_str(48),
@@ -563,7 +577,9 @@ def ledger_paths() -> dict[str, Any]:
                 "`paymentUrl` (and to `orderId`, `idempotencyKey`, the summary's account "
                 "connection when given), single-use, and lives "
                 "`SVCSRV_PAYMENT_CODE_TTL_SECONDS` (default 300 s). The order must be "
-                f"unpaid and of the same product. {CORS_NOTE} Answers "
+                "of the same product and unpaid, or paid under the `idempotencyKey` sent "
+                "(a retry after a lost answer: that code can only find the payment's "
+                f"stored answer again). {CORS_NOTE} Answers "
                 "`cache-control: no-store`.",
                 ok="200", ok_schema="PaymentCodeResponse", body="PaymentCodeRequest",
                 parameters=[_header("Origin", "the page that received the summary code")],
@@ -602,7 +618,7 @@ def ledger_paths() -> dict[str, Any]:
                 "event yet. The response does not wait for any webhook. The amount is the "
                 "product price, or the order's amount when `orderId` is sent. A rejected "
                 "payment leaves the code unused. "
-                f"{IDEMPOTENCY_NOTE} {CORS_NOTE}",
+                f"{IDEMPOTENCY_NOTE} {PAY_RETRY_NOTE} {CORS_NOTE}",
                 ok="201", ok_schema="ChargeResult", body="PayRequest",
                 parameters=[
                     _header("x-wallet-address", "the summary's `ownerWallet`",
@@ -682,7 +698,11 @@ def ledger_paths() -> dict[str, Any]:
                 "Spec 4.4. Charges the connected wallet's budget without a browser step, in "
                 "the same one-transaction unit of work as the product route. The product "
                 "must allow it (`riskPolicy.trustedServerCharge.enabled`, and the amount "
-                "at most its `maxAmountAtomic`). The response carries a `paymentProof`, "
+                "at most its `maxAmountAtomic`). A `developerUserId` (or the order's user) "
+                "must be the `merchantUserId` the connection's account handoff was made "
+                "for, else `ACCOUNT_CONNECTION_MISMATCH` and nothing is charged; without "
+                "either, the delivery's `developerUserId` is null (the service keeps only a "
+                "hash of the connection's user). The response carries a `paymentProof`, "
                 f"always. {PROOF_NOTE} {IDEMPOTENCY_NOTE} Answers `cache-control: "
                 "no-store`.",
                 ok="201", ok_schema="TrustedChargeResult", body="TrustedChargeRequest",

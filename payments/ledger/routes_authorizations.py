@@ -25,6 +25,7 @@ from payments.ledger.authorizations import (
     remaining,
     revoke,
 )
+from payments.ledger.charges import DELIVERY_KEY_PREFIX
 from payments.ledger.config import LedgerConfig
 from payments.ledger.cors import Cors, preflight_route
 from payments.ledger.handoffs import decode_handoff
@@ -34,6 +35,7 @@ from payments.ledger.models import (
     AuthorizationStatus,
     CodeKind,
     ConnectionStatus,
+    Delivery,
     Order,
     OrderStatus,
     RelayStatus,
@@ -103,6 +105,20 @@ def spend_owner_proof(session: Session, owner: str, text: str, expires_at: datet
     except IntegrityError:
         raise ApiError("owner_proof_used", 409, "This wallet check was already used; sign "
                        "a new one.") from None
+
+
+def open_for(session: Session, order: Order, idempotency_key: str | None) -> bool:
+    """Whether a payment code may be issued for ``order``: it is unpaid, or it was paid
+    under this very key. The latter is a retry whose answer was lost; its code can only
+    find that payment's stored answer again (the product route charges a paid order
+    never)."""
+    if order.status == OrderStatus.CREATED:
+        return True
+    if idempotency_key is None or order.charge_seq is None:
+        return False
+    paid_under = session.scalar(select(Delivery.idempotency_key).where(
+        Delivery.charge_seq == order.charge_seq))
+    return paid_under == DELIVERY_KEY_PREFIX + idempotency_key
 
 
 class AuthorizationRoutes:
@@ -275,7 +291,7 @@ class AuthorizationRoutes:
             if order_id is not None:
                 order = session.get(Order, order_id)
                 if (order is None or order.app_id != app.id or order.product_id != product.id
-                        or order.status != OrderStatus.CREATED):
+                        or not open_for(session, order, idempotency_key)):
                     raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The order does "
                                    "not match this product, or is already paid.")
                 codes.bound_user(developer_user_id, order.developer_user_id, "order")

@@ -20,7 +20,7 @@ from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
 from payments.http import atomic_amount, field_str, json_after_auth, read_json, required_str
 from payments.ids import charge_id
-from payments.ledger import codes, handoffs, idempotency
+from payments.ledger import codes, handoffs, idempotency, purchases
 from payments.ledger.authorizations import active_authorization, current_authorization, remaining
 from payments.ledger.charges import ChargeIntent, Recorded, record_charge
 from payments.ledger.config import LedgerConfig
@@ -38,6 +38,7 @@ from payments.ledger.models import (
 )
 from payments.ledger.permits import ADDRESS_RE
 from payments.ledger.proofs import sign_payment_proof
+from payments.ledger.purchases import PayRequest
 from payments.ledger.return_urls import check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
 from payments.models import App, Pricing, Product, ProductStatus
@@ -63,12 +64,6 @@ def charge_response(recorded: Recorded, authorization: Authorization,
         "orderId": delivery.order_id, "remaining": str(remaining(authorization, now)),
         "eventId": recorded.event.id if recorded.event else None,
     }
-
-
-def code_audience(session: Session, code: str) -> str | None:
-    """The origin a (replayed) payment answer may be read from: its code's audience."""
-    record = codes.find(session, CodeKind.PAYMENT, code)
-    return record.audience if record else None
 
 
 def locked_order(session: Session, order_id: str | None) -> Order | None:
@@ -110,25 +105,24 @@ class PaymentRoutes:
         body = await read_json(request)
         code = required_str(body, "authorizationCode", 200)
         key = idempotency.check_key(body.get("idempotencyKey"))
-        developer_user_id = field_str(body, "developerUserId", required=False, max_length=200)
-        order_id = field_str(body, "orderId", required=False, max_length=48)
-        connection_id = field_str(body, "accountConnectionId", required=False, max_length=48)
+        asked = PayRequest(
+            key=key, code=code, wallet=wallet.lower(), spender=spender.lower(),
+            developer_user_id=field_str(body, "developerUserId", required=False,
+                                        max_length=200),
+            order_id=field_str(body, "orderId", required=False, max_length=48),
+            connection_id=field_str(body, "accountConnectionId", required=False,
+                                    max_length=48))
         field_str(body, "source", required=False, max_length=64)
-        request_hash = idempotency.fingerprint({
-            "route": f"{app_slug}/{product_slug}", "code": code,
-            "wallet": wallet.lower(), "spender": spender.lower(),
-            "developerUserId": developer_user_id, "orderId": order_id,
-            "accountConnectionId": connection_id})
         now = self.s.clock()
 
         def work(session: Session) -> tuple[int, dict[str, Any], str | None]:
             app = app_by_slug(session, app_slug)
-            stored = idempotency.replay(session, app.id, "pay", key, request_hash, now)
-            if stored is not None:
-                return stored.status, stored.body, code_audience(session, code)
             product = _PRODUCT_BY_SLUG.entity(
                 session, Product, {"app_id": app.id, "slug": product_slug}
             ) if nameable(product_slug) else None
+            stored = idempotency.find(session, app.id, "pay", key, now)
+            if stored is not None:
+                return purchases.replayed(session, stored, app.id, product, asked)
             if product is None or product.status != ProductStatus.ACTIVE:
                 raise ApiError("product_not_found", 404, f"No active product '{product_slug}' "
                                f"in app '{app_slug}'.")
@@ -138,45 +132,38 @@ class PaymentRoutes:
                 if exc.code != "AUTHORIZATION_CODE_CONSUMED":
                     raise
                 # The same key racing its own first call: answer what the winner answered.
-                again = idempotency.replay(session, app.id, "pay", key, request_hash, now)
+                again = idempotency.find(session, app.id, "pay", key, now)
                 if again is None:
                     raise
-                return again.status, again.body, code_audience(session, code)
-            if record.app_id != app.id or record.product_id != product.id:
-                raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "This payment code "
-                               "was issued for another product.")
-            if order_id != record.order_id:
-                raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The orderId does "
-                               "not match the order this payment code was issued for.")
-            if record.idempotency_key is not None and record.idempotency_key != key:
-                raise ApiError("AUTHORIZATION_CODE_INTENT_MISMATCH", 409, "The idempotencyKey "
-                               "differs from the one this payment code was issued for.")
-            if connection_id is not None and connection_id != record.connection_id:
-                raise ApiError("ACCOUNT_CONNECTION_MISMATCH", 409, "The accountConnectionId "
-                               "differs from the connection of this payment code.")
+                return purchases.replayed(session, again, app.id, product, asked)
+            purchases.check_binding(record, app.id, product.id, asked)
             authorization = current_authorization(session, record.authorization_id)
-            if wallet.lower() != authorization.owner_wallet:
-                raise ApiError("WALLET_MISMATCH", 403, "x-wallet-address is not the owner of "
-                               "this authorization.")
-            if spender.lower() != authorization.spender:
-                raise ApiError("SPENDER_MISMATCH", 403, "x-svc-budget-spender is not this "
-                               "authorization's spender.")
-            order = locked_order(session, order_id)
+            purchases.check_payer(authorization, asked)
+            order = locked_order(session, asked.order_id)
             amount = self._amount(product, order)
-            user = codes.bound_user(developer_user_id, record.developer_user_id,
-                                    "payment code")
-            if order is not None:
-                user = codes.bound_user(user, order.developer_user_id, "order")
-            recorded = record_charge(session, ChargeIntent(
-                app=app, product=product, authorization=authorization, amount=amount,
-                order=order, developer_user_id=user, idempotency_key=key,
-                source="product_route"), self.c.params, now)
-            body = charge_response(recorded, authorization, now)
-            idempotency.remember(session, app.id, "pay", key, request_hash, 201, body, now)
-            return 201, body, record.audience
+            user = purchases.granted_user(asked, record, order)
+            try:
+                recorded = record_charge(session, ChargeIntent(
+                    app=app, product=product, authorization=authorization, amount=amount,
+                    order=order, developer_user_id=user, idempotency_key=key,
+                    source="product_route"), self.c.params, now)
+            except ApiError as exc:
+                # The same key racing with another code (a retry while the first call
+                # still ran): on PostgreSQL the delivery insert waited for the winner's
+                # commit and found its key taken. Roll back (this code stays unused) and
+                # run again, to compare with the winner's purchase.
+                if (exc.code == "IDEMPOTENCY_KEY_REUSED"
+                        and idempotency.find(session, app.id, "pay", key, now) is not None):
+                    raise LostRace from exc
+                raise
+            answer = charge_response(recorded, authorization, now)
+            idempotency.remember(session, app.id, "pay", key,
+                                 purchases.fingerprint(record, authorization, user), 201,
+                                 answer, now)
+            return 201, answer, record.audience
 
-        status, body, audience = await self._retrying(work)
-        response = JSONResponse(body, status_code=status)
+        status, answer, audience = await self._retrying(work)
+        response = JSONResponse(answer, status_code=status)
         return self.cors.allow(response, request.headers.get("origin"), audience)
 
     async def _retrying(self, work: Any) -> Any:
@@ -412,6 +399,14 @@ class PaymentRoutes:
             if order is not None:
                 developer_user_id = codes.bound_user(developer_user_id,
                                                      order.developer_user_id, "order")
+            # No user in the loop here: the connection is what says whose wallet pays for
+            # whom, so the grant must go to the account it was made for (spec 1.5).
+            if developer_user_id is not None and not handoffs.made_for(
+                    self.c.secret_key, app.id, connection.merchant_user_hash,
+                    developer_user_id):
+                raise ApiError("ACCOUNT_CONNECTION_MISMATCH", 409, "This account connection "
+                               "was made for another user than the developerUserId (or the "
+                               "order's user): charge a connection of that user.")
             self._check_trusted_policy(product, amount)
             authorization = active_authorization(session, connection.owner_wallet,
                                                  self.c.params.spender)

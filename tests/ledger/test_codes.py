@@ -199,7 +199,7 @@ def test_order_bound_to_its_developer_user(world: PayWorld) -> None:
 
 
 def test_trusted_charge_for_an_order_goes_to_its_user(world: PayWorld) -> None:
-    connection = connect(world, wallet(1), "merchant-1", 100_000)["summary"][
+    connection = connect(world, wallet(1), "alice", 100_000)["summary"][
         "accountConnectionId"]
     from tests.ledger.flow import add_product
     add_product(world, {"slug": "boost", "name": "Boost", "priceAtomic": "10000",

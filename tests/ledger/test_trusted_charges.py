@@ -15,7 +15,15 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.ledger.models import Charge, WebhookEvent
+from payments.ledger.models import (
+    Authorization,
+    Charge,
+    Delivery,
+    Order,
+    OrderStatus,
+    WebhookAttempt,
+    WebhookEvent,
+)
 from svc.proofs import (
     SCHEME,
     ProofError,
@@ -72,9 +80,76 @@ def count(world: PayWorld, model: type) -> int:
 
 @pytest.fixture
 def connection_id(world: PayWorld) -> str:
-    connection: str = connect(world, wallet(1), "merchant-1", 100_000)["summary"][
+    """A connection made for ``user-1``, the user :func:`charge` names."""
+    connection: str = connect(world, wallet(1), "user-1", 100_000)["summary"][
         "accountConnectionId"]
     return connection
+
+
+def money_state(world: PayWorld) -> tuple[int, int, int, int, int, list[int]]:
+    """Everything a charge writes: charges, deliveries, events, outbox attempts, paid
+    orders and the budgets' spent amounts."""
+    with world.sessions() as session:
+        spent = list(session.scalars(select(Authorization.spent_atomic)
+                                     .order_by(Authorization.id)))
+        paid = session.scalar(select(func.count()).select_from(Order).where(
+            Order.status == OrderStatus.PAID)) or 0
+    return (count(world, Charge), count(world, Delivery), count(world, WebhookEvent),
+            count(world, WebhookAttempt), int(paid), spent)
+
+
+def test_a_charge_for_another_user_than_the_connection_is_refused(world: PayWorld) -> None:
+    """Ada's connection pays for Ada: naming Bob (by mistake, or a connection id taken
+    from a client) charges nothing, so Bob gets no item Ada's wallet paid for."""
+    ada = connect(world, wallet(1), "ada", 100_000)["summary"]["accountConnectionId"]
+    before = money_state(world)
+    refused(charge(world, "boost", ada, "game:boost:bob", developerUserId="bob"), 409,
+            "ACCOUNT_CONNECTION_MISMATCH")
+    # Case and spacing are part of the id the handoff was made with.
+    refused(charge(world, "boost", ada, "game:boost:Ada", developerUserId="Ada"), 409,
+            "ACCOUNT_CONNECTION_MISMATCH")
+    assert money_state(world) == before
+    # The refusal stored no answer: the key is still free for the right user.
+    paid = charge(world, "boost", ada, "game:boost:bob", developerUserId="ada")
+    assert paid.status_code == 201, paid.text
+    assert verify_payment_proof(paid.json()["paymentProof"], world.api_key)[
+        "developerUserId"] == "ada"
+    with world.keyed() as backend:
+        delivery = backend.get(f"/api/deliveries/{paid.json()['deliveryId']}").json()
+    assert delivery["delivery"]["developerUserId"] == "ada"
+    with world.sessions() as session:
+        event = session.scalars(select(WebhookEvent)).one()
+    assert event.payload["delivery"]["developerUserId"] == "ada"
+    assert count(world, Charge) == 1
+
+
+def test_an_order_for_another_user_than_the_connection_is_refused(world: PayWorld) -> None:
+    ada = connect(world, wallet(1), "ada", 100_000)["summary"]["accountConnectionId"]
+    with world.keyed() as backend:
+        order = backend.post("/api/orders", json={
+            "productId": world.products["boost"].id, "developerUserId": "bob",
+            "idempotencyKey": "order:bob"}).json()["order"]
+    before = money_state(world)
+    # The user left out (the order's is taken) or named as the order's: Bob's order is
+    # not paid from Ada's connection either way.
+    refused(charge(world, "boost", ada, "c:1", orderId=order["id"], developerUserId=None),
+            409, "ACCOUNT_CONNECTION_MISMATCH")
+    refused(charge(world, "boost", ada, "c:2", orderId=order["id"], developerUserId="bob"),
+            409, "ACCOUNT_CONNECTION_MISMATCH")
+    assert money_state(world) == before
+    with world.keyed() as backend:
+        assert backend.get(f"/api/orders/{order['id']}").json()["order"]["status"] == \
+            "created"
+
+
+def test_a_charge_naming_no_user_goes_to_no_user(world: PayWorld, connection_id: str) -> None:
+    """Documented (docs/payments.md): the service keeps only a hash of the connection's
+    user, so a charge that names none has a delivery with a null developerUserId."""
+    paid = charge(world, "boost", connection_id, "game:boost:anon", developerUserId=None)
+    assert paid.status_code == 201, paid.text
+    with world.keyed() as backend:
+        delivery = backend.get(f"/api/deliveries/{paid.json()['deliveryId']}").json()
+    assert delivery["delivery"]["developerUserId"] is None
 
 
 def test_policy_gates_trusted_charges(world: PayWorld, connection_id: str) -> None:

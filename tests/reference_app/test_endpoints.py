@@ -18,6 +18,7 @@ from tests.ledger.flow import connect, wallet
 from tests.reference_app.world import (
     PLAYER_ID,
     RefWorld,
+    disable_webhook,
     payer,
     reference_world,
     sqlite_store,
@@ -33,12 +34,6 @@ pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def call(world: RefWorld, token: str | None, path: str, body: Any = None) -> httpx.Response:
     with world.app_client(token) as client:
         return client.post(path, json=body if body is not None else {})
-
-
-def disable_webhook(world: RefWorld, enabled: bool = False) -> None:
-    with world.developer() as developer:
-        developer.patch(f"/api/developer/apps/game/webhooks/{world.webhook_id}",
-                        json={"enabled": enabled}).raise_for_status()
 
 
 def test_page_manifest_and_refusals(ref: RefWorld) -> None:

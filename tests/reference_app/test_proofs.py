@@ -15,10 +15,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from svc.backend import BackendClient, TrustedCharge
 from tests.ledger.flow import connect, wallet
 from tests.ledger.legacy_proofs import legacy_proof, make_stored_charge_legacy
-from tests.reference_app.test_endpoints import call, disable_webhook
+from tests.reference_app.test_endpoints import call
 from tests.reference_app.world import (
     PLAYER_ID,
     RefWorld,
+    disable_webhook,
     reference_world,
     sqlite_store,
     wait_for_value,

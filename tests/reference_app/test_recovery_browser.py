@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, Route
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.ledger.models import Charge
 from tests.portal.wallet_world import assert_clean, new_wallet, wait_for
 from tests.reference_app.browser_kit import (
     MODAL,
@@ -26,7 +28,13 @@ from tests.reference_app.browser_kit import (
     pending,
     sign_with_dev_wallet,
 )
-from tests.reference_app.world import RefWorld, reference_world, sqlite_store
+from tests.reference_app.world import (
+    PLAYER_ID,
+    RefWorld,
+    disable_webhook,
+    reference_world,
+    sqlite_store,
+)
 from tests.support.browser import BrowserSession
 from tests.support.router import RouterFactory
 
@@ -132,6 +140,89 @@ def test_network_failure_on_the_product_route_keeps_it_and_a_reload_finishes(
     assert pending(page) is None
     wait_for(page, lambda: inventory(page) == {"retry": 1, "unlock-level": 1})
     assert len(world.grants()) == 2
+
+
+def test_a_lost_answer_of_the_product_route_is_found_again_on_reload(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    """The request reaches the service, which charges; its answer never reaches the page.
+    The webhook is late (held back), so only the page can finish: on reload it retries
+    under the same key with a fresh payment code, gets the stored answer, and the grant
+    follows from its delivery: paid once, granted once."""
+    page = chrome.new_page()
+    first_purchase(page, world)
+    disable_webhook(world)
+    payments = world.router.settings.base_url + "/api/pay/**"
+
+    def lose(route: Route) -> None:
+        route.fetch()  # the service answers...
+        route.abort("connectionreset")  # ...and the page never hears it
+    page.route(payments, lose)
+    buy(page, "unlock-level")  # ready, and no trusted charge for it: the product route
+    assert outcome(page, *ENDED) and page.evaluate("document.body.dataset.outcome") == \
+        "retry", page.locator("#outcome").inner_text()
+    kept = pending(page)
+    assert kept is not None and kept["productSlug"] == "unlock-level"
+    assert charged(world) == [10_000, 30_000]  # it was charged
+    assert len(world.grants()) == 1  # but not granted yet
+    page.unroute(payments, lose)
+    reload(page)
+    text = outcome(page, *ENDED)
+    assert page.evaluate("document.body.dataset.outcome") == "success", text
+    assert pending(page) is None
+    wait_for(page, lambda: inventory(page) == {"retry": 1, "unlock-level": 1})
+    assert charged(world) == [10_000, 30_000]  # not again
+    grants = world.grants()
+    assert len(grants) == 2 and grants[1].idempotency_key == "svc:" + kept["idempotencyKey"]
+
+
+def test_a_key_the_service_already_charged_keeps_the_purchase(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    """IDEMPOTENCY_KEY_REUSED on the page's own key means the service holds a charge under
+    it (here: the key was paid for another product, the webhook held back): never "Not
+    paid", never a new key; the purchase waits for its grant and a reconcile finishes."""
+    page = chrome.new_page()
+    first_purchase(page, world)
+    disable_webhook(world)
+    saved = set_pending(page, productSlug="unlock-level")
+    # The tab's summary code (from the first purchase's return): pay ``retry`` under the
+    # pending key, from the runtime origin it belongs to, as the page would.
+    summary_code = page.evaluate("sessionStorage.getItem('svc:auth-summary:game')")
+    with world.api(origin=world.runtime) as api:
+        summary = api.get("/api/authorizations/summary", params={"code": summary_code}).json()
+        code = api.post("/api/authorizations/payment-code", json={
+            "authorizationCode": summary_code, "paymentUrl": world.payment_url("retry"),
+            "idempotencyKey": saved["idempotencyKey"]}).json()["authorization"]
+        paid = api.post(f"/api/pay/{world.app.slug}/retry", headers={
+            "x-wallet-address": summary["ownerWallet"], "x-svc-budget-spender": summary[
+                "spender"]}, json={
+            "authorizationCode": code["authorizationCode"],
+            "idempotencyKey": saved["idempotencyKey"], "developerUserId": PLAYER_ID})
+    assert paid.status_code == 201, paid.text
+    reload(page)
+    text = outcome(page, *ENDED, "waiting")
+    assert page.evaluate("document.body.dataset.outcome") == "waiting", text
+    assert "IDEMPOTENCY_KEY_REUSED" in text and "Not paid" not in text
+    kept = pending(page)
+    assert kept is not None and kept["idempotencyKey"] == saved["idempotencyKey"]  # kept
+    assert charged(world) == [10_000, 10_000]  # the refusal charged nothing
+    # Support recovery grants the delivery (as a webhook retry would); the next load's
+    # reconcile by key finds the grant and clears the purchase.
+    token = json.loads(page.evaluate("localStorage.getItem('refapp:session:game')"))["token"]
+    with world.app_client(token) as client:
+        synced = client.post("/api/inventory/sync",
+                             json={"deliveryIds": [paid.json()["deliveryId"]]})
+    assert synced.status_code == 200, synced.text
+    reload(page)
+    assert outcome(page, *ENDED, "waiting") and page.evaluate(
+        "document.body.dataset.outcome") == "success", page.locator("#outcome").inner_text()
+    assert pending(page) is None
+    assert charged(world) == [10_000, 10_000]
+
+
+def charged(world: RefWorld) -> list[int]:
+    """The amounts the service charged, in order."""
+    with world.sessions() as session:
+        return list(session.scalars(select(Charge.amount_atomic).order_by(Charge.seq)))
 
 
 @pytest.mark.parametrize("error", ["AUTHORIZATION_CODE_INTENT_MISMATCH",

@@ -187,6 +187,13 @@ def reference_world(start_router: RouterFactory, sessions: sessionmaker[Session]
             stack.close()
 
 
+def disable_webhook(world: RefWorld, enabled: bool = False) -> None:
+    """Hold the app's webhook back (or let it through again): a late or failing one."""
+    with world.developer() as developer:
+        developer.patch(f"/api/developer/apps/game/webhooks/{world.webhook_id}",
+                        json={"enabled": enabled}).raise_for_status()
+
+
 def sqlite_store(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'reference-app.db'}"
 

@@ -97,7 +97,7 @@ def test_handoff_needs_a_connection_then_is_ready(world: SdkWorld, backend: Conn
 
 
 def test_trusted_charge_returns_a_verified_proof(world: SdkWorld, backend: Connect) -> None:
-    connection_id = bound_connection(world, backend, "merchant-1")
+    connection_id = bound_connection(world, backend, "user-1")
     product = world.products["boost"]
     with backend() as client:
         charge = client.create_trusted_charge(
@@ -131,7 +131,7 @@ def test_trusted_charge_returns_a_verified_proof(world: SdkWorld, backend: Conne
 
 def test_a_settled_first_charge_is_not_grantable_from_its_proof(
         world: SdkWorld, backend: Connect) -> None:
-    connection_id = bound_connection(world, backend, "merchant-3")
+    connection_id = bound_connection(world, backend, "user-1")
     with backend() as client:
         charge = client.create_trusted_charge(
             product_id=world.products["relic"].id, developer_user_id="user-1",
@@ -148,7 +148,7 @@ def test_a_replayed_proof_without_the_status_is_not_grantable(
         world: SdkWorld, backend: Connect) -> None:
     """A charge made before proofs carried ``deliveryStatus``, replayed: its proof still
     verifies but proves no status, so the charge is ``unproven`` and the lookup decides."""
-    connection_id = bound_connection(world, backend, "merchant-4")
+    connection_id = bound_connection(world, backend, "user-1")
     request = {"product_id": world.products["boost"].id, "developer_user_id": "user-1",
                "account_connection_id": connection_id, "idempotency_key": "game:boost:old"}
     with backend() as client:
@@ -161,6 +161,29 @@ def test_a_replayed_proof_without_the_status_is_not_grantable(
         assert not replayed.delivery.grantable
         assert replayed.raw["status"] == "delivered"  # said, but not signed
         assert client.reconcile_delivery(replayed.delivery.id).grantable
+
+
+def test_a_charge_for_another_user_than_the_connection_raises(world: SdkWorld,
+                                                             backend: Connect) -> None:
+    """Ada's connection, Bob named: the service refuses, the SDK raises its code at once
+    (no retry: a 409 will not get better) and nothing was charged."""
+    connection_id = bound_connection(world, backend, "ada")
+    with backend() as client:
+        with pytest.raises(BackendError) as mismatch:
+            client.create_trusted_charge(
+                product_id=world.products["boost"].id, account_connection_id=connection_id,
+                developer_user_id="bob", idempotency_key="game:boost:bob")
+        assert (mismatch.value.status, mismatch.value.code) == (409,
+                                                                "ACCOUNT_CONNECTION_MISMATCH")
+        assert not mismatch.value.retryable
+        assert mismatch.value.idempotency_key == "game:boost:bob"
+        assert "another user" in mismatch.value.message
+        assert str(mismatch.value).startswith("ACCOUNT_CONNECTION_MISMATCH: ")
+        charged = client.create_trusted_charge(
+            product_id=world.products["boost"].id, account_connection_id=connection_id,
+            developer_user_id="ada", idempotency_key="game:boost:ada")
+    assert charged.delivery.developer_user_id == "ada"
+    assert charged.remaining == 90_000  # charged once: the refusal took nothing
 
 
 def test_a_proof_signed_with_another_key_is_refused(world: SdkWorld,

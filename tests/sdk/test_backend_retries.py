@@ -24,7 +24,7 @@ def rows(world: SdkWorld, model: type[Charge] | type[Order]) -> int:
 
 def test_a_lost_answer_is_retried_under_the_same_key_and_charges_once(
         world: SdkWorld, backend: Connect) -> None:
-    connection_id = bound_connection(world, backend, "merchant-1")
+    connection_id = bound_connection(world, backend, "user-1")
     with running_proxy(world.router.port,
                        lambda n, request, response: None if n == 0 else response) as proxy:
         charge = backend(url=proxy.url, max_retry_delay=0.5).create_trusted_charge(

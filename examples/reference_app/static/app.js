@@ -11,7 +11,8 @@
  *   server (trusted charge); otherwise exchange the summary code and call the product route
  *   (the modal script's wallet.pay), then tell the server (payment-submitted); (5) clear the
  *   pending purchase on success, on a stable error, or when the summary or handoff cannot be
- *   refreshed; keep it when the budget needs renewing or the failure is retryable.
+ *   refreshed; keep it when the budget needs renewing, the failure is retryable, or the
+ *   service already holds a charge under its key or order (PAID below).
  *
  * No inline script, no HTML from strings, no secret: the session is a signed token the
  * server issued, sent as a bearer header (the router strips cookies on runtime hosts). */
@@ -23,6 +24,12 @@
   // Spec 4.9 (5) and 7: stable and unrecoverable for the saved intent.
   var STABLE = ["AUTHORIZATION_CODE_CONSUMED", "AUTHORIZATION_CODE_INTENT_MISMATCH",
                 "ACCOUNT_CONNECTION_MISMATCH"];
+  // Paid already: only this purchase's own key (and order) is ever sent, and the service
+  // refuses them this way only when it holds a charge under them (the key paid on the other
+  // path or from another wallet; the order paid by a trusted charge whose answer was lost).
+  // Never "Not paid" and never a new key: kept, the webhook grants it and the next
+  // reconcile by key finds the grant.
+  var PAID = ["IDEMPOTENCY_KEY_REUSED", "ORDER_ALREADY_PAID"];
   var RENEWABLE = ["needs_budget", "INSUFFICIENT_BUDGET", "AUTHORIZATION_REVOKED",
                    "AUTHORIZATION_EXPIRED"];
   var RETRYABLE = ["service_unreachable", "service_unavailable", "store_unavailable",
@@ -196,6 +203,11 @@
         });
       })
       .catch(function (error) {
+        if (PAID.indexOf(error.code) >= 0) {
+          return settle(pending, "waiting", "This purchase of " + title + " was already " +
+                        "charged (" + error.code + "); it is not charged again and is " +
+                        "granted when the service confirms it.");
+        }
         var kind = classify(error);
         if (kind === "renew") {
           return settle(pending, "renew", "Your budget needs renewing (" + error.code + "). " +
