@@ -161,8 +161,7 @@ IDEMPOTENCY_NOTE = (
     "answers are kept per endpoint (product route, orders, trusted charges). Never reuse a "
     "key for a new purchase: deliveries and orders also keep their key unique per app "
     f"beyond the {RETENTION_DAYS} days, so a late reuse, or one key used on both the "
-    "product route and `/api/charges`, is refused (`IDEMPOTENCY_KEY_REUSED` for a payment; "
-    "currently `internal_error` for an order).")
+    "product route and `/api/charges`, is refused (`IDEMPOTENCY_KEY_REUSED`).")
 PAY_RETRY_NOTE = (
     "Retries: for the product route the same request means the same purchase, not the same "
     "code. A client that lost the answer holds a consumed code, so it retries under the same "

@@ -214,6 +214,12 @@ class PaymentRoutes:
                 return stored.status, stored.body
             if product.status != ProductStatus.ACTIVE:
                 raise ApiError("product_not_found", 404, "This product is not active.")
+            if session.scalar(select(Order.id).where(Order.app_id == app.id,
+                                                     Order.idempotency_key == key)):
+                # The order keeps its key after the stored answer (30 days) is gone.
+                raise ApiError("IDEMPOTENCY_KEY_REUSED", 409, "This idempotencyKey already "
+                               "names another order of this app; use a new key for a new "
+                               "order.")
             order = Order(app_id=app.id, product_id=product.id,
                           amount_atomic=self._order_amount(product, amount),
                           developer_user_id=developer_user_id, idempotency_key=key,

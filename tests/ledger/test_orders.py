@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.ledger.models import Charge, Order, WebhookEvent
+from payments.ledger.models import Charge, IdempotencyRecord, Order, WebhookEvent
 from payments.products import TIP_MAX_ATOMIC, TIP_MIN_ATOMIC
 from tests.ledger.flow import PayWorld, build_world, wallet
 from tests.support.router import RouterFactory
@@ -74,6 +74,19 @@ def test_order_creation_is_idempotent(world: PayWorld) -> None:
     assert first.status_code == again.status_code == 201
     assert again.json() == first.json()
     refused(create(world, "tip", "o:1", amountAtomic="60000"), 409, "IDEMPOTENCY_KEY_REUSED")
+    assert count(world, Order) == 1
+
+
+def test_an_order_key_reused_after_its_answer_expired_is_refused(world: PayWorld) -> None:
+    """The stored answer lives 30 days; the order keeps its key for good. A late reuse was
+    a 500 (the unique index hit again on the retry); it is the reuse it is."""
+    first = create(world, "tip", "o:late", amountAtomic="50000")
+    assert first.status_code == 201, first.text
+    with world.sessions() as session, session.begin():  # as the purge does, 30 days on
+        session.execute(delete(IdempotencyRecord))
+    for amount in ("50000", "60000"):  # the same request as then, or another
+        refused(create(world, "tip", "o:late", amountAtomic=amount), 409,
+                "IDEMPOTENCY_KEY_REUSED")
     assert count(world, Order) == 1
 
 
