@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, Response
 
+from payments.slugs import slugify
 from tests.portal.conftest import CODE_RE, Console
 from tests.support.browser import BrowserSession, screenshot
 
@@ -63,6 +64,8 @@ def test_sign_up_to_first_api_key(console: Console, chrome: BrowserSession,
 
     page.get_by_role("link", name="Create an app").click()
     page.get_by_label("Name").fill("Space <Blaster>")
+    # a blank slug is made from the name: the field shows which one while the name is typed
+    assert page.get_by_label("Slug").get_attribute("placeholder") == "space-blaster"
     page.get_by_label("Headline").fill("Shoot & collect")
     page.get_by_role("button", name="Create app").click()
     page.wait_for_url("**/apps/space-blaster?done=created")
@@ -136,9 +139,20 @@ def test_cli_sign_in_is_approved_in_the_console(console: Console, chrome: Browse
     page.get_by_role("button", name="Verify and sign in").click()
     page.wait_for_url(f"{base}/apps")
     page.goto(f"{base}/apps/new")
-    page.get_by_label("Name").fill("Puzzle")
+    page.get_by_label("Name").fill("Головоломка")  # no Latin letter to make a slug of
+    assert page.get_by_label("Slug").get_attribute("placeholder") == ""
+    page.get_by_role("button", name="Create app").click()
+    assert page.get_by_role("alert").inner_text().startswith(
+        "Could not make an address from the name 'Головоломка'; choose a slug")
+    for name, slug in (("Café Crème 2!", "cafe-creme-2"), ("--Über--Game--", "uber-game"),
+                       ("a" * 62 + " b", "a" * 62)):
+        page.get_by_label("Name").fill(name)
+        assert page.get_by_label("Slug").get_attribute("placeholder") == slugify(name) == slug
+    page.get_by_label("Name").fill("Головоломка")
+    page.get_by_label("Slug").fill("puzzle")
     page.get_by_role("button", name="Create app").click()
     page.wait_for_url("**/apps/puzzle?done=created")
+    assert page.get_by_role("heading", name="Головоломка").count() == 1
 
     with console.client("api") as api:
         started = api.post("/api/developer/cli/auth-requests", json={
