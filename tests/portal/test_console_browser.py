@@ -175,4 +175,17 @@ def test_cli_sign_in_is_approved_in_the_console(console: Console, chrome: Browse
         page.get_by_role("heading", name="CLI sign-in denied").wait_for()
         denied = api.post("/api/developer/cli/token", json={"deviceCode": again["deviceCode"]})
         assert denied.status_code == 403 and denied.json()["code"] == "access_denied"
+
+        # A slug that is not one of the organization's apps: said plainly, Deny only.
+        typo = api.post("/api/developer/cli/auth-requests", json={"app": "puzzel"}).json()
+        page.goto(typo["verificationUriComplete"])
+        assert page.get_by_role("alert").inner_text() == (
+            "There is no app puzzel in your organization, so this sign-in cannot be approved. "
+            "Deny it to stop the command waiting, then run it again with --app set to one of "
+            "your apps: puzzle.")
+        assert page.get_by_role("button", name="Approve").count() == 0
+        page.get_by_role("button", name="Deny").click()
+        page.get_by_role("heading", name="CLI sign-in denied").wait_for()
+        ended = api.post("/api/developer/cli/token", json={"deviceCode": typo["deviceCode"]})
+        assert ended.status_code == 403 and ended.json()["code"] == "access_denied"
     assert chrome.log.csp_violations() == [] and chrome.log.errors == []

@@ -104,6 +104,35 @@ def test_the_new_app_form_takes_a_slug_and_speaks_of_the_name_typed(
         assert session.scalars(select(App.name).where(App.slug == "stats")).one() == "Статистика"
 
 
+def test_a_cli_sign_in_for_an_app_not_in_the_organization_can_only_be_denied(
+        console: Console, developer: tuple[str, str], sessions: sessionmaker[Session]) -> None:
+    add_owned_app(sessions, developer[1], "game")
+    _, other_org = add_developer(sessions, "dev2")
+    add_owned_app(sessions, other_org, "theirs")
+    with console.client("api") as api, console.client() as client:
+        log_in(client)
+        for slug in ("nope-app", "theirs"):  # missing, or another organization's: alike
+            started = api.post("/api/developer/cli/auth-requests", json={"app": slug}).json()
+            code = started["userCode"]
+            page = client.get(f"/cli/approve?code={code}")
+            assert page.status_code == 200
+            assert f"There is no app <code>{slug}</code> in your organization" in page.text
+            assert 'value="approve"' not in page.text and 'value="deny"' in page.text
+            assert "<code>game</code>" in page.text  # the apps the CLI could name instead
+            assert api.post("/api/developer/cli/token", json={
+                "deviceCode": started["deviceCode"]}).json()["code"] == "authorization_pending"
+            denied = client.post("/cli/approve", data={
+                "csrf": csrf_of(page), "code": code, "decision": "deny"})
+            assert denied.status_code == 200 and "CLI sign-in denied" in denied.text
+            assert f"no app <code>{slug}</code>" not in denied.text
+            ended = api.post("/api/developer/cli/token", json={"deviceCode": started["deviceCode"]})
+            assert (ended.status_code, ended.json()["code"]) == (403, "access_denied")
+        # an app of the organization still gets both buttons
+        mine = api.post("/api/developer/cli/auth-requests", json={"app": "game"}).json()
+        page = client.get(f"/cli/approve?code={mine['userCode']}")
+        assert 'value="approve"' in page.text and "There is no app" not in page.text
+
+
 def test_signed_out_visitors_are_sent_to_log_in(console: Console) -> None:
     with console.client() as client:
         for path in ("/apps", "/apps/new", "/device", "/cli/approve?code=ABCD-EFGH"):
