@@ -15,7 +15,7 @@ from pathlib import Path
 
 from svc.errors import usage
 
-_LINE = re.compile(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)")
+_LINE = re.compile(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)")
 _ASSIGNMENT = re.compile(r"(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_]*)\s*=")  # for updating
 
 
@@ -33,10 +33,14 @@ def parse_env(text: str, source: str = "env file") -> dict[str, str]:
 
 
 def _value(raw: str) -> str:
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
-        return raw[1:-1]
-    # An unquoted value ends at a comment that follows whitespace, as in most dotenv tools.
-    return re.split(r"\s+#", raw, maxsplit=1)[0].strip()
+    """The value of what follows ``=``, as written (spaces kept: they decide comments)."""
+    value = raw.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    # An unquoted value ends at a comment that follows whitespace, as in most dotenv tools
+    # and the shell: `KEY=   # note` is empty (svc init's template has such lines), while
+    # `KEY=a#b` is `a#b`.
+    return re.split(r"\s#", raw, maxsplit=1)[0].strip()
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -71,7 +75,7 @@ def merge_env(current: str, update: dict[str, str], heading: str) -> Merged:
             lines.append(line)
             continue
         prefix, name = match.groups()
-        value, had = update[name], _value(line[match.end():].strip())
+        value, had = update[name], _value(line[match.end():])
         if value and value != had:
             lines.append(f"{prefix}{name}={value}")
             if name not in changed:
