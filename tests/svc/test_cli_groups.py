@@ -269,6 +269,23 @@ def test_order_create_uses_the_backend_key_and_never_prints_it(world: World) -> 
 
     assert "7 decimals" in refused(world, *args, "--amount", "0.0000001", exit_code=2,
                                    env=with_key)["message"]
+    # The service's refusals of amountAtomic name the flag that set it.
+    tip_args = ("order", "create", "--product", "tip", "--developer-user", "u3")
+    for given, message in [
+        ((*args, "--amount", "0.02"),
+         "This product has a fixed price; omit --amount or send the price."),
+        ((*args, "--amount-atomic", "20000"),
+         "This product has a fixed price; omit --amount-atomic or send the price."),
+        (tip_args, "This product is priced per order: send --amount USD (or --amount-atomic "
+                   "N)."),
+        ((*tip_args, "--amount-atomic", "5"), "--amount-atomic must be between 10000 and "
+                                              "10000000."),
+        ((*tip_args, "--amount", "20"), "--amount must be between 10000 and 10000000 (atomic "
+                                        "units; --amount 20 is 20000000)."),
+    ]:
+        amount = refused(world, *given, exit_code=2, env=with_key)
+        assert amount["message"] == message, given
+        assert amount["code"] in ("invalid_amount", "missing_field")
     masked = refused(world, *args, exit_code=2, env={"SVC_API_KEY": f"zpk_test_…{secret[-4:]}"})
     assert "masked" in masked["message"]
     wrong = refused(world, *args, exit_code=4, env={"SVC_API_KEY": "zpk_test_" + "0" * 48})
