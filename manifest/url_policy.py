@@ -323,11 +323,7 @@ def _check_target(checked: CheckedUrl, code: str, policy: UrlPolicy) -> None:
         ip = ipaddress.ip_address(host)
         if not _address_allowed(ip, policy):
             raise UrlRefused(code, "private_address", f"{ip} is not a public address")
-        local = not is_public_address(ip)
-    elif policy.allow_loopback and _is_loopback_name(host):
-        local = True
-    else:
-        local = False
+    elif not (policy.allow_loopback and _is_loopback_name(host)):
         for suffix in _INTERNAL_SUFFIXES:
             if host == suffix or host.endswith("." + suffix):
                 raise UrlRefused(code, "internal_name",
@@ -335,10 +331,18 @@ def _check_target(checked: CheckedUrl, code: str, policy: UrlPolicy) -> None:
         if "." not in host:
             raise UrlRefused(code, "single_label",
                              f"{host} is a single-label (internal) name; use a public domain")
-    if checked.scheme == "http" and not local:
+    if checked.scheme == "http" and not is_local_target(checked):
         # The dev switch admits http only for servers on the developer's own machine or LAN.
         raise UrlRefused(code, "https_required",
                          "plain http is accepted for localhost and private addresses only")
+
+
+def is_local_target(checked: CheckedUrl) -> bool:
+    """Whether the URL names the developer's own machine or network by its text: a loopback
+    name or a loopback or private address literal. Only the dev switch admits such a URL."""
+    if checked.ip_literal:
+        return not is_public_address(ipaddress.ip_address(checked.host))
+    return _is_loopback_name(checked.host)
 
 
 def _is_loopback_name(host: str) -> bool:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from ipaddress import ip_address
 
+from manifest.addresses import is_public_address
 from manifest.fetch import Answer, FetchFailed, OriginClient
 from manifest.rules import (
     MANIFEST_PATH,
@@ -23,8 +25,9 @@ from manifest.rules import (
     Expected,
     check_document,
 )
-from manifest.url_policy import CheckedUrl, UrlRefused, check_runtime_origin
+from manifest.url_policy import CheckedUrl, UrlRefused, check_runtime_origin, is_local_target
 
+PUBLIC_ORIGIN_RULE = "the origin is a developer-owned public HTTPS origin"
 PROBE_BODY = b"{}"
 PROBE_HEADERS = (("Content-Type", "application/json"),)
 
@@ -47,18 +50,15 @@ def verify_runtime(origin: str, expected: Expected, client: OriginClient) -> Rep
     try:
         checked = check_runtime_origin(origin, client.policy)
     except UrlRefused as exc:
-        return Report((Check("origin", "the origin is a developer-owned public HTTPS origin",
-                             False, seen=exc.message, expected="https://<your domain>",
+        return Report((Check("origin", PUBLIC_ORIGIN_RULE, False, seen=exc.message,
+                             expected="https://<your domain>",
                              fix="Save your own deployed HTTPS origin with `svc runtime "
                                  "configure --origin`."),))
-    checks = [Check("origin", "the origin is a developer-owned public HTTPS origin", True,
-                    seen=checked.url)]
     try:
         answer = client.request(checked, "GET", MANIFEST_PATH, follow_redirects=True)
     except FetchFailed as exc:
-        checks.append(_fetch_failed(exc))
-        return Report(tuple(checks))
-    checks.extend(_manifest_checks(answer, expected))
+        return Report((_origin_admitted(checked, None), _fetch_failed(exc)))
+    checks = [_origin_admitted(checked, answer.address), *_manifest_checks(answer, expected)]
     checks.append(_probe(client, checked, WEBHOOK_PATH, "webhook_probe",
                          "an unsigned POST to the webhook path is refused with 401",
                          lambda status: status in (401, 403)))
@@ -67,6 +67,19 @@ def verify_runtime(origin: str, expected: Expected, client: OriginClient) -> Rep
                          "by a real route (4xx, not 404)",
                          lambda status: 400 <= status < 500 and status not in (404, 405, 410)))
     return Report(tuple(checks))
+
+
+def _origin_admitted(checked: CheckedUrl, address: str | None) -> Check:
+    """The origin passed the rules; says which ones, so that a dev run on loopback is not
+    told its origin is public HTTPS. ``address``: where the manifest came from, if it did (a
+    public-looking name may resolve to a private address, which only the dev switch admits)."""
+    local = is_local_target(checked) or (
+        address is not None and not is_public_address(ip_address(address)))
+    if not local:
+        return Check("origin", PUBLIC_ORIGIN_RULE, True, seen=checked.url)
+    return Check("origin", "the origin is on a loopback or private address, admitted only in "
+                 "dev (SVCSRV_ALLOW_PRIVATE_ORIGINS); production needs a developer-owned "
+                 "public HTTPS origin", True, seen=checked.url)
 
 
 def _fetch_failed(exc: FetchFailed) -> Check:

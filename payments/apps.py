@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from manifest.url_policy import UrlPolicy, UrlRefused, check_entry_url
 from payments.errors import ApiError
 from payments.models import AllowlistStatus, App, AppType, ListingStatus, PayToStatus
-from payments.slugs import check_slug, slugify
+from payments.slugs import check_slug, slug_from_name
 
 _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 # Spec 2.2 names Web, PWA, a messaging-platform mini-app target, a social-platform mini-app
@@ -64,9 +64,10 @@ def create_app_record(
     name = name.strip()
     if not name or len(name) > 120:
         raise ApiError("invalid_name", 422, "An app name is required (1-120 characters).")
-    chosen = check_slug(slug if slug is not None else slugify(name))
+    chosen = check_slug(slug) if slug is not None else slug_from_name(name)
+    made_from = None if slug is not None else name
     if session.scalar(select(App.id).where(App.slug == chosen)) is not None:
-        raise ApiError("slug_taken", 409, f"The slug '{chosen}' is already taken.", slug=chosen)
+        raise _slug_taken(chosen, made_from)
     app = App(name=name, slug=chosen, type=app_type, headline=headline,
               tags=[t.strip() for t in tags if t.strip()])
     if pay_to is not None:
@@ -75,9 +76,15 @@ def create_app_record(
     try:
         session.flush()
     except IntegrityError:  # a concurrent create won the race for the slug
-        raise ApiError("slug_taken", 409, f"The slug '{chosen}' is already taken.",
-                       slug=chosen) from None
+        raise _slug_taken(chosen, made_from) from None
     return app
+
+
+def _slug_taken(slug: str, made_from: str | None) -> ApiError:
+    if made_from is None:
+        return ApiError("slug_taken", 409, f"The slug '{slug}' is already taken.", slug=slug)
+    return ApiError("slug_taken", 409, f"The slug '{slug}' made from the name '{made_from}' is "
+                    "already taken; choose a slug or another name.", slug=slug)
 
 
 def set_pay_to(app: App, address: str) -> None:

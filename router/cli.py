@@ -7,6 +7,7 @@ import asyncio
 import logging
 import socket
 import sys
+from contextvars import ContextVar
 from typing import Any, cast
 
 import uvicorn
@@ -23,6 +24,23 @@ from router.processes import Supervisor
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 
 log = logging.getLogger(__name__)
+# Which uvicorn server of `svc-server dev` a log record comes from: each serves in a task of
+# its own, and a task keeps the context it set.
+_DEMO_SERVER: ContextVar[bool] = ContextVar("svc_dev_demo_server", default=False)
+
+
+class QuietDemoServer(logging.Filter):
+    """Keeps the demo app's server to warnings, as its ``log_level`` says. uvicorn logs
+    every server's start and stop on one process-wide logger (``uvicorn.error``), whose
+    level the service's server sets to info: without this each line is printed twice."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not _DEMO_SERVER.get()
+
+
+async def serve_demo(server: uvicorn.Server, sock: socket.socket) -> None:
+    _DEMO_SERVER.set(True)  # this task only (asyncio.gather gave it its own context)
+    await server.serve(sockets=[sock])
 
 
 def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
@@ -114,7 +132,13 @@ async def run_dev(settings: Settings) -> None:
                                          lifespan="on"))
     main = uvicorn.Server(server_config(create_app(settings), settings))
     print_dev_urls(settings, origin)
-    await asyncio.gather(demo.serve(sockets=[demo_socket]), main.serve())
+    quiet = QuietDemoServer()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(quiet)
+    try:
+        await asyncio.gather(serve_demo(demo, demo_socket), main.serve())
+    finally:
+        uvicorn_log.removeFilter(quiet)
 
 
 def print_dev_urls(settings: Settings, origin: str) -> None:

@@ -64,7 +64,7 @@ def wait_for_grant(client: DeveloperClient, pending: PendingSignIn, *,
             if failure.code == "slow_down":
                 interval += SLOW_DOWN_STEP
             elif failure.code != "authorization_pending":
-                raise _sign_in_failure(failure) from failure
+                raise _sign_in_failure(failure, pending.app) from failure
             continue
         return stored_grant(client.api_url, issued)
     raise _expired()
@@ -77,9 +77,14 @@ def stored_grant(api_url: str, issued: dict[str, Any]) -> StoredGrant:
                        grant_id=grant.get("id", ""))
 
 
-def _sign_in_failure(failure: ApiFailure) -> Exception:
+def _sign_in_failure(failure: ApiFailure, app: str | None) -> Exception:
     if failure.code == "access_denied":
-        return CliError("The sign-in was denied in the console; nothing was stored.",
+        # The console offers only Deny for an app the organization does not have; the
+        # service does not say why a request was denied, so name the likely reason here.
+        hint = "" if app is None else (
+            f" If the console said there is no app '{app}' in your organization, run the "
+            "command again with --app set to one of the apps it listed.")
+        return CliError(f"The sign-in was denied in the console; nothing was stored.{hint}",
                         code="access_denied")
     if failure.code == "expired_token":
         return _expired()

@@ -1,4 +1,5 @@
-"""Reading a dotenv file (``KEY=value`` lines) without running anything in it.
+"""Dotenv files (``KEY=value`` lines): reading one without running anything in it, and
+updating one in place.
 
 Enough of the common format for the files ``svc export --format dotenv`` writes and people
 edit: comments, blank lines, an optional ``export``, single or double quotes around a value.
@@ -6,12 +7,16 @@ edit: comments, blank lines, an optional ``export``, single or double quotes aro
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from svc.errors import usage
 
-_LINE = re.compile(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)")
+_LINE = re.compile(r"(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)")
+_ASSIGNMENT = re.compile(r"(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_]*)\s*=")  # for updating
 
 
 def parse_env(text: str, source: str = "env file") -> dict[str, str]:
@@ -28,10 +33,14 @@ def parse_env(text: str, source: str = "env file") -> dict[str, str]:
 
 
 def _value(raw: str) -> str:
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
-        return raw[1:-1]
-    # An unquoted value ends at a comment that follows whitespace, as in most dotenv tools.
-    return re.split(r"\s+#", raw, maxsplit=1)[0].strip()
+    """The value of what follows ``=``, as written (spaces kept: they decide comments)."""
+    value = raw.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    # An unquoted value ends at a comment that follows whitespace, as in most dotenv tools
+    # and the shell: `KEY=   # note` is empty (svc init's template has such lines), while
+    # `KEY=a#b` is `a#b`.
+    return re.split(r"\s#", raw, maxsplit=1)[0].strip()
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -40,3 +49,57 @@ def read_env_file(path: Path) -> dict[str, str]:
     except OSError as exc:
         raise usage(f"Cannot read the env file {path}: {exc.strerror or exc}") from exc
     return parse_env(text, str(path))
+
+
+@dataclass(frozen=True)
+class Merged:
+    text: str
+    changed: list[str]  # variables whose value was replaced
+    added: list[str]  # variables the file did not have, appended
+    values: dict[str, str]  # each updated variable's value in ``text`` (its last line's)
+
+
+def merge_env(current: str, update: dict[str, str], heading: str) -> Merged:
+    """``current`` with each variable of ``update`` set, every other line kept as it was.
+
+    An empty value in ``update`` means "not known here" (a secret, a store's URL): it
+    fills a variable the file lacks but never empties one the file has. A variable given
+    twice is set everywhere, as shells and dotenv tools disagree on which one counts.
+    Variables the file lacks are appended under the comment ``heading``."""
+    lines: list[str] = []
+    changed: list[str] = []
+    values: dict[str, str] = {}
+    for line in current.splitlines():
+        match = _ASSIGNMENT.match(line)
+        if match is None or match.group(2) not in update:
+            lines.append(line)
+            continue
+        prefix, name = match.groups()
+        value, had = update[name], _value(line[match.end():])
+        if value and value != had:
+            lines.append(f"{prefix}{name}={value}")
+            if name not in changed:
+                changed.append(name)
+        else:
+            lines.append(line)
+        values[name] = value or had
+    added = [name for name in update if name not in values]
+    if added:
+        lines += ["", f"# {heading}", *(f"{name}={update[name]}" for name in added)]
+        values.update((name, update[name]) for name in added)
+    return Merged("\n".join(lines) + "\n", changed, added, values)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` readable by its owner only (0600), whole or not at all: it is where
+    the developer keeps secrets, so it is never briefly readable by others, and a failed
+    write does not leave half a file in its place."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o600)  # mkstemp makes it 0600 already; say so for the reader
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

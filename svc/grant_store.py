@@ -39,9 +39,11 @@ class StoredGrant:
 
 
 def mask_token(token: str) -> str:
-    """``zcli_...1a2b``: enough to tell two grants apart, useless as a credential."""
+    """``zcli_…1a2b``: enough to tell two grants apart, useless as a credential. The
+    service's masked form (``zpk_test_…2398``, ``zwhsec_…aea7``), so every preview the CLI
+    prints looks alike."""
     prefix = token.split("_", 1)[0] + "_" if "_" in token else ""
-    return f"{prefix}...{token[-4:]}" if len(token) > len(prefix) + 8 else "..."
+    return f"{prefix}…{token[-4:]}" if len(token) > len(prefix) + 8 else "…"
 
 
 def default_config_dir() -> Path:

@@ -16,6 +16,9 @@ from urllib.parse import urlsplit
 
 API_URL_ENV = "SVC_API_URL"
 PORTAL_URL_ENV = "SVC_PORTAL_URL"
+# What each variable names, for the "missing" message: the two are easy to swap.
+_WHAT = {API_URL_ENV: "the service's payment API, e.g. https://api.example.com",
+         PORTAL_URL_ENV: "the service's portal, e.g. https://portal.example.com"}
 
 
 class ServiceUrlError(ValueError):
@@ -45,8 +48,8 @@ class ServiceUrls:
 def service_origin(environ: Mapping[str, str], variable: str) -> str:
     value = environ.get(variable, "").strip()
     if not value:
-        raise ServiceUrlError(variable, "missing; set it to the service's URL, e.g. "
-                              "https://api.example.com")
+        what = _WHAT.get(variable, "the service's URL, e.g. https://api.example.com")
+        raise ServiceUrlError(variable, f"missing; set it to {what}")
     return checked_origin(value, variable)
 
 

@@ -133,6 +133,21 @@ def test_reserved_slug_refused(sessions: sessionmaker[Session], name: str) -> No
     assert caught.value.code == "reserved_slug"
     assert caught.value.status == 422
     assert name.lower() in caught.value.message
+    # the developer typed a name, not a slug: the message names it and asks for a slug
+    assert f"name '{name}'" in caught.value.message and "choose a slug" in caught.value.message
+
+
+@pytest.mark.parametrize("name", ["Статистика", "!!!", "游戏"])
+def test_a_name_that_makes_no_slug_is_named_in_the_error(sessions: sessionmaker[Session],
+                                                         name: str) -> None:
+    with pytest.raises(ApiError) as caught, transaction(sessions) as session:
+        create_app_record(session, name=name)
+    assert (caught.value.code, caught.value.status) == ("invalid_slug", 422)
+    assert caught.value.message.startswith(
+        f"Could not make an address from the name '{name}'"), caught.value.message
+    assert "''" not in caught.value.message and "choose a slug" in caught.value.message
+    with transaction(sessions) as session:
+        assert create_app_record(session, name=name, slug="stats-1").slug == "stats-1"
 
 
 def test_duplicate_slug_refused(sessions: sessionmaker[Session]) -> None:
@@ -141,3 +156,7 @@ def test_duplicate_slug_refused(sessions: sessionmaker[Session]) -> None:
     with pytest.raises(ApiError) as caught, transaction(sessions) as session:
         create_app_record(session, name="snake")
     assert caught.value.code == "slug_taken"
+    assert "from the name 'snake'" in caught.value.message
+    with pytest.raises(ApiError) as explicit, transaction(sessions) as session:
+        create_app_record(session, name="Other", slug="snake")
+    assert explicit.value.message == "The slug 'snake' is already taken."

@@ -19,7 +19,8 @@ from examples.reference_app.context import context_of
 from examples.reference_app.settings import Settings
 
 STATIC = Path(__file__).parent / "static"
-STATIC_TYPES = {"app.js": "text/javascript", "app.css": "text/css"}
+STATIC_TYPES = {"app.js": "text/javascript", "app.css": "text/css",
+                "favicon.svg": "image/svg+xml"}
 WEBHOOK_PATH = "/api/svc/webhook"
 PAYMENT_SUBMITTED_PATH = "/api/svc/payment-submitted"
 
@@ -61,6 +62,7 @@ async def index(request: Request) -> HTMLResponse:
     html = f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width,initial-scale=1">
 <title>{escape(settings.app_slug)}: reference app</title>
+<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="/static/app.css"></head><body data-pending="">
 <main>
 <h1>{escape(settings.app_slug)}</h1>

@@ -15,6 +15,7 @@ from starlette.responses import HTMLResponse
 from payments.errors import ApiError
 from payments.models import AppType, RiskMode
 from payments.products import TEMPLATES, TIP_MAX_ATOMIC, TIP_MIN_ATOMIC
+from payments.slugs import slugify
 from portal.console.key_views import key_form, key_table
 from portal.console.layout import Nav, alert, attr, csrf_field, error_headers, notice, page
 from portal.routes import format_usdc
@@ -54,6 +55,17 @@ def apps_page(nav: Nav, apps: list[View]) -> HTMLResponse:
                 nav=nav)
 
 
+# Shows, as the slug field's placeholder, the slug a blank field gets: payments.slugs.slugify
+# in JavaScript (NFKD, drop what is not ASCII, lower-case, runs of anything else to one
+# hyphen). Only a preview: the service makes the slug itself, and without the script the
+# placeholder is what the server computed when it drew the page.
+SLUG_PREVIEW_SCRIPT = (
+    "(function(){var n=document.getElementById('name'),s=document.getElementById('slug');"
+    "function show(){s.placeholder=n.value.normalize('NFKD').replace(/[^\\x00-\\x7f]/g,'')"
+    ".toLowerCase().replace(/[^a-z0-9]+/g,'-').replace(/^-+|-+$/g,'').slice(0,63)"
+    ".replace(/-+$/,'');}n.addEventListener('input',show);show();})();")
+
+
 def new_app_page(nav: Nav, values: dict[str, str] | None = None,
                  error: ApiError | None = None) -> HTMLResponse:
     v = values or {}
@@ -67,8 +79,15 @@ def new_app_page(nav: Nav, values: dict[str, str] | None = None,
         "<label for=\"name\">Name</label>"
         f"<input id=\"name\" name=\"name\" type=\"text\" required maxlength=\"120\" "
         f"value=\"{attr(v.get('name', ''))}\" aria-describedby=\"name-hint\">"
-        "<span id=\"name-hint\" class=\"hint\">The public name; the slug is made from it."
-        "</span>"
+        "<span id=\"name-hint\" class=\"hint\">The public name.</span>"
+        "<label for=\"slug\">Slug <span class=\"hint\">(optional)</span></label>"
+        f"<input id=\"slug\" name=\"slug\" type=\"text\" maxlength=\"63\" "
+        f"value=\"{attr(v.get('slug', ''))}\" placeholder=\"{attr(slugify(v.get('name', '')))}\" "
+        "spellcheck=\"false\" autocapitalize=\"off\" aria-describedby=\"slug-hint\">"
+        "<span id=\"slug-hint\" class=\"hint\">The app's address in URLs: its runtime host "
+        "<code>&lt;slug&gt;.</code>… and its portal page <code>/&lt;slug&gt;</code>. Lower-case "
+        "letters, digits and single hyphens; it cannot change later. Leave it blank to make it "
+        "from the name.</span>"
         f"<label for=\"type\">Type</label><select id=\"type\" name=\"type\">{types}</select>"
         "<label for=\"headline\">Headline <span class=\"hint\">(optional)</span></label>"
         f"<input id=\"headline\" name=\"headline\" type=\"text\" maxlength=\"200\" "
@@ -77,7 +96,8 @@ def new_app_page(nav: Nav, values: dict[str, str] | None = None,
         f"<input id=\"payTo\" name=\"payTo\" type=\"text\" maxlength=\"42\" "
         f"value=\"{attr(v.get('payTo', ''))}\" placeholder=\"0x…\" spellcheck=\"false\">"
         "<button type=\"submit\">Create app</button></form>"),
-        nav=nav, status=error.status if error else 200, headers=error_headers(error))
+        nav=nav, status=error.status if error else 200, headers=error_headers(error),
+        script=SLUG_PREVIEW_SCRIPT)
 
 
 def _sel(current: str | None, value: str) -> str:

@@ -72,13 +72,16 @@ class AppPages:
             app_type = values["type"] or AppType.GAME.value
             if app_type not in {t.value for t in AppType}:
                 raise ApiError("invalid_field", 422, "Type must be Game or Application.")
-            app = create_developer_app(session, who, name=values["name"], slug=None,
+            # A blank slug field means "make it from the name", as the API's absent slug.
+            app = create_developer_app(session, who, name=values["name"],
+                                       slug=values["slug"] or None,
                                        app_type=AppType(app_type), headline=values["headline"],
                                        pay_to=values["payTo"] or None)
             return app.slug
         try:
             form = await read_form(request)
-            values = {k: form.get(k).strip() for k in ("name", "type", "headline", "payTo")}
+            values = {k: form.get(k).strip()
+                      for k in ("name", "slug", "type", "headline", "payTo")}
             _, slug = await self.c.as_developer(request, work, form=form)
         except ApiError as error:
             if error.code in PAGE_ERRORS:

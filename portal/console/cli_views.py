@@ -54,19 +54,11 @@ def device_page(nav: Nav, code: str = "", error: ApiError | None = None) -> HTML
 
 def approve_page(nav: Nav, pending: PendingView, my_apps: list[tuple[str, str]],
                  error: ApiError | None = None) -> HTMLResponse:
-    if pending.app_slug is not None:
-        app_html = (f"<code>{escape(pending.app_slug)}</code>"
-                    f"<input type=\"hidden\" name=\"app\" value=\"{attr(pending.app_slug)}\">")
-    elif my_apps:
-        options = "".join(f"<option value=\"{attr(slug)}\">{escape(name)} ({escape(slug)})"
-                          "</option>" for slug, name in my_apps)
-        app_html = (f"<label for=\"app\">The CLI did not name an app; choose one</label>"
-                    f"<select id=\"app\" name=\"app\" required>{options}</select>")
-    else:
-        app_html = ("You have no apps yet: <a href=\"/apps/new\">create one</a> first, then "
-                    "reload this page.")
+    app_html, approvable = _app_choice(pending.app_slug, my_apps)
     scopes = "".join(f"<li><code>{escape(s)}</code>: {escape(SCOPE_MEANINGS.get(s, s))}</li>"
                      for s in pending.scopes)
+    approve = ("<button type=\"submit\" name=\"decision\" value=\"approve\">Approve</button>"
+               if approvable else "")
     return page("Approve CLI sign-in", (
         "<h1>Approve a CLI sign-in?</h1>"
         "<p>A command line asked for a grant. Approve only if you started it and the code "
@@ -81,10 +73,40 @@ def approve_page(nav: Nav, pending: PendingView, my_apps: list[tuple[str, str]],
         f"<dt>Request expires</dt><dd>{pending.expires_at:%Y-%m-%d %H:%M} UTC</dd></dl>"
         "<p class=\"hint\">A grant is not an API key: it reaches only the developer API, for "
         "this one app, and cannot run settlement, reviews or admin tasks.</p>"
-        "<div class=\"row\"><button type=\"submit\" name=\"decision\" value=\"approve\">"
-        "Approve</button><button class=\"danger\" type=\"submit\" name=\"decision\" "
-        "value=\"deny\">Deny</button></div></form>"),
+        f"<div class=\"row\">{approve}<button class=\"danger\" type=\"submit\" "
+        "name=\"decision\" value=\"deny\">Deny</button></div></form>"),
         nav=nav, status=error.status if error else 200, headers=error_headers(error))
+
+
+def _app_choice(asked: str | None, my_apps: list[tuple[str, str]]) -> tuple[str, bool]:
+    """The App row's HTML, and whether there is an app to approve the sign-in for."""
+    if asked is not None and asked in {slug for slug, _ in my_apps}:
+        return (f"<code>{escape(asked)}</code>"
+                f"<input type=\"hidden\" name=\"app\" value=\"{attr(asked)}\">"), True
+    if asked is not None:
+        # The request endpoint cannot tell (it is unauthenticated and must not say which apps
+        # exist); here the signed-in developer learns only about their own organization.
+        # Denying ends the CLI's wait at its next poll instead of after the 10 minutes.
+        return ("<p class=\"alert\" role=\"alert\">There is no app "
+                f"<code>{escape(asked)}</code> in your organization, so this sign-in cannot be "
+                "approved. <strong>Deny</strong> it to stop the command waiting, then run it "
+                f"again with <code>--app</code> set to {_slugs(my_apps)}.</p>"), False
+    if my_apps:
+        options = "".join(f"<option value=\"{attr(slug)}\">{escape(name)} ({escape(slug)})"
+                          "</option>" for slug, name in my_apps)
+        return (f"<label for=\"app\">The CLI did not name an app; choose one</label>"
+                f"<select id=\"app\" name=\"app\" required>{options}</select>"), True
+    return ("You have no apps yet: <a href=\"/apps/new\">create one</a> first, then reload "
+            "this page, or <strong>Deny</strong> this sign-in."), False
+
+
+def _slugs(my_apps: list[tuple[str, str]]) -> str:
+    if not my_apps:
+        return "an app of yours (you have none yet: <a href=\"/apps/new\">create one</a>)"
+    shown = ", ".join(f"<code>{escape(slug)}</code>" for slug, _ in my_apps[:10])
+    more = f", … ({len(my_apps) - 10} more on <a href=\"/apps\">Apps</a>)" \
+        if len(my_apps) > 10 else ""
+    return f"one of your apps: {shown}{more}"
 
 
 def answered_page(nav: Nav, status: str, app_slug: str | None) -> HTMLResponse:

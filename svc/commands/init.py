@@ -6,21 +6,22 @@ The three files describe the app the grant can read, as ``svc config init`` and 
 export`` do; without one (not signed in, or no such app yet) they are a starting template
 with placeholders and the commands that fill them. Nothing written holds a secret: the
 ``.env`` keeps empty ``SVC_WEBHOOK_SECRET`` and ``SVC_API_KEY`` lines for the values that
-`svc webhook upsert` and `svc keys create` show once, and is created readable by its owner
-only, since that is where they go.
+`svc config apply` (or `svc webhook upsert`) and `svc keys create` show once, and is created
+readable by its owner only, since that is where they go; `svc export --format dotenv
+--output .env` later updates it in place.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
+import shlex
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from svc.commands.config_init import Start, start_from_service
-from svc.commands.export import dotenv, svc_toml
+from svc.commands.export import dotenv, service_env, svc_toml
 from svc.config_sources import refuse_secrets
+from svc.env_file import write_private
 from svc.errors import ExitCode, usage
 from svc.output import Output
 from svc.project import PROJECT_FILE
@@ -28,6 +29,7 @@ from svc.reference_copy import TARGET_PACKAGE, SourceFile, reference_dir, source
 
 CONFIG_FILE = "svc.config.json"
 ENV_FILE = ".env"
+CATALOGUE_FILE = "catalogue.json"  # what the reference app sells, with the products' ids
 GITIGNORE = "# Secrets and local stores never go to a repository (spec 1.4 item 8).\n" \
             ".env\n*.db\n__pycache__/\n"
 SCOPES = "apps:read,apps:write,products:write,webhooks:write,runtime:write,keys:create"
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         refuse_secrets({name: text}, name, "Nothing was written.")
     written = write_project(target, sources, files)
     slug = start.app["slug"]
-    steps = next_steps(start)
+    steps = next_steps(start, target)
     out.emit({"directory": str(target), "app": slug, "source": start.source,
               "files": written, "notes": start.notes, "next": steps},
              _lines(target, start, written, steps))
@@ -85,7 +87,7 @@ def template_env(slug: str) -> str:
     """The variables of spec 4.11 for an app the service does not show yet."""
     lines = [
         f"# Worker Quick Launch environment of {slug}: a template (svc init found no app).",
-        "# Once the app exists: `svc export --format dotenv` prints these values.",
+        "# Once the app exists: `svc export --format dotenv --output .env` fills them in here.",
         "SVC_APP_ID=          # zapp_..., from `svc app show`",
         f"SVC_APP_SLUG={slug}",
         "SVC_PAY_TO=          # your Base USDC receive address (app.payTo in svc.config.json)",
@@ -103,21 +105,6 @@ def template_env(slug: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def service_env(api_url: str) -> str:
-    """``SVC_API_URL`` and ``SVC_PORTAL_URL``, the service's own addresses the SDK reads
-    beside spec 4.11's. The CLI knows the API; the portal follows the service's host
-    layout (``api.`` / ``portal.``, as ``svc-server dev`` has it) when the API's name
-    starts with ``api.``, else it is left for the developer to fill in."""
-    parts = urlsplit(api_url)
-    portal = ""
-    if parts.hostname and parts.hostname.startswith("api."):
-        portal = urlunsplit((parts.scheme, "portal." + parts.netloc[len("api."):], "", "", ""))
-    return "\n".join([
-        "# The service, as the SDK reads it: the payment API and the portal (its modal script).",
-        f"SVC_API_URL={api_url}",
-        f"SVC_PORTAL_URL={portal}", ""])
-
-
 def write_project(target: Path, sources: list[SourceFile], files: dict[str, str]) -> list[str]:
     written: list[str] = []
     for source in sources:
@@ -128,29 +115,31 @@ def write_project(target: Path, sources: list[SourceFile], files: dict[str, str]
     for name, text in files.items():
         path = target / name
         if name == ENV_FILE:
-            # Created 0600 before anything is in it: the developer adds the secrets here.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.fchmod(fd, 0o600)  # an existing file (--force) keeps its old mode otherwise
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            write_private(path, text)  # 0600: the developer adds the secrets here
         else:
             path.write_text(text, encoding="utf-8")
         written.append(name)
     return written
 
 
-def next_steps(start: Start) -> list[str]:
+def next_steps(start: Start, target: Path) -> list[str]:
+    """The commands that take the new project to a verified runtime, each as it works when
+    pasted: the project's commands read ``svc.toml`` and ``.env`` from its directory."""
     slug = start.app["slug"]
     steps = [] if start.source == "app" else [
         f"create the app '{slug}' in the developer console, then: "
         f"svc auth browser --app {slug} --scopes {SCOPES}"]
-    return [*steps,
+    return [*steps, f"cd {shlex.quote(str(target))}",
             "svc config plan && svc config apply   # products, webhook, runtime origin",
             "svc keys create --label backend --scopes orders:create,orders:read,receipts:read,"
             "deliveries:read,charges:create,connections:create,connections:read",
-            "svc export --format dotenv   # then add the two secrets to .env",
-            f"python -m {TARGET_PACKAGE} --host 127.0.0.1 --port 8787",
-            "svc runtime verify && svc runtime request-domain"]
+            f"svc export --format dotenv --output {ENV_FILE}   # updates it; then add the two "
+            "secrets shown once",
+            f"svc product list --json > {CATALOGUE_FILE}   # the product ids orders and trusted "
+            "charges need",
+            f"set -a; . ./{ENV_FILE}; set +a; python -m {TARGET_PACKAGE} --host 127.0.0.1 "
+            f"--port 8787 --products {CATALOGUE_FILE}",
+            "svc runtime verify && svc runtime request-domain   # in another terminal, here"]
 
 
 def _lines(target: Path, start: Start, written: list[str], steps: list[str]) -> list[str]:

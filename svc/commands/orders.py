@@ -23,6 +23,7 @@ from svc.project import api_url_from_environment
 
 KEY_VARIABLE = "SVC_API_KEY"
 PRODUCT_ID_PREFIX = "zprod_"
+AMOUNT_FIELD = "amountAtomic"  # the API's name for what --amount / --amount-atomic set
 
 
 def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -57,7 +58,7 @@ def create_order(args: argparse.Namespace, out: Output) -> int:
                                          developer_user_id=args.developer_user,
                                          idempotency_key=key, amount_atomic=amount)
         except BackendError as answer:
-            raise _key_failure(answer) or _failure(answer) from None
+            raise _key_failure(answer) or _failure(answer, args, amount) from None
     out.emit({**order.raw, "idempotencyKey": key}, [
         f"Created order {order.id} ({order.status}): {order.amount_atomic} atomic",
         f"  payment route:   {order.payment_url}",
@@ -78,12 +79,15 @@ def _api_key(env_file: Path | None) -> str:
     return key
 
 
-def _failure(answer: BackendError) -> CliError:
+def _failure(answer: BackendError, args: argparse.Namespace, amount: int | None) -> CliError:
     """Any other refusal, mapped like the developer API's (validation is a usage error)."""
     errors = [{k: str(e.get(k, "")) for k in ("path", "code", "message")}
               for e in answer.body.get("errors") or [] if isinstance(e, dict)]
-    return for_api_failure(answer.status, answer.code or f"http_{answer.status}",
-                           answer.message, None, errors)
+    message = answer.message
+    if answer.body.get("field") == AMOUNT_FIELD:
+        message = _in_flag_terms(message, args, amount)
+    return for_api_failure(answer.status, answer.code or f"http_{answer.status}", message,
+                           None, errors)
 
 
 def _key_failure(answer: BackendError) -> CliError | None:
@@ -95,6 +99,20 @@ def _key_failure(answer: BackendError) -> CliError | None:
         return CliError(f"{answer.message} Create a key that has it.", ExitCode.SCOPE,
                         code=answer.code, command="svc keys create --scopes orders:create")
     return None
+
+
+def _in_flag_terms(message: str, args: argparse.Namespace, amount: int | None) -> str:
+    """The service's message about ``amountAtomic`` with the flag that set it named instead:
+    the person typed a flag, not a field. Only the name changes; the figures the service
+    quotes are atomic units, so an ``--amount`` in USD is shown converted beside them."""
+    if args.amount_atomic is not None:
+        return message.replace(AMOUNT_FIELD, "--amount-atomic")
+    if args.amount is None:
+        return message.replace(AMOUNT_FIELD, "--amount USD (or --amount-atomic N)")
+    named = message.replace(AMOUNT_FIELD, "--amount")
+    if any(c.isdigit() for c in message):
+        named = f"{named.rstrip('.')} (atomic units; --amount {args.amount} is {amount})."
+    return named
 
 
 def _amount(usd: str | None, atomic: str | None) -> int | None:

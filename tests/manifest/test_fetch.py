@@ -13,12 +13,13 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import trustme
 from aiohttp import web
 
-from manifest.fetch import FetchLimits, OriginClient
+from manifest.fetch import Answer, FetchFailed, FetchLimits, OriginClient
 from manifest.rules import Expected
 from manifest.url_policy import DnsResolver, UrlPolicy
 from manifest.verify import Report, verify_runtime
@@ -98,6 +99,50 @@ def test_a_name_is_resolved_once_and_the_connection_pinned(
     # socket went to the address the policy checked.
     assert {r.headers["Host"] for r in origin.requests} == {f"origin.example.com:{origin.port}"}
     assert ("origin.example.com", "A") in dns.questions
+
+
+LOCAL_RULE = ("the origin is on a loopback or private address, admitted only in dev "
+              "(SVCSRV_ALLOW_PRIVATE_ORIGINS); production needs a developer-owned public HTTPS "
+              "origin")
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_a_loopback_origin_is_not_called_public(origin: DeveloperOrigin, ca: trustme.CA,
+                                                 dns: DnsServer, named: bool) -> None:
+    """The dev switch admitted it: by its address literal, or by where its name resolved."""
+    url = f"https://origin.example.com:{origin.port}" if named else origin.url
+    origin.manifest = good_manifest(APP_ID, "space", runtimeOrigin=url)
+    report = verify_runtime(url, expected(url), client(ca, dns))
+    assert report.passed, failures(report)
+    assert (report.checks[0].id, report.checks[0].rule) == ("origin", LOCAL_RULE)
+    assert "public HTTPS origin" not in report.checks[0].rule.split(";")[0]
+
+
+@pytest.mark.parametrize(("url", "rule"), [
+    ("http://127.0.0.1:9", LOCAL_RULE), ("http://localhost:9", LOCAL_RULE),
+    ("http://192.168.1.20:9", LOCAL_RULE),
+    ("https://origin.example.com:9", "the origin is a developer-owned public HTTPS origin"),
+])
+def test_the_origin_rule_holds_when_the_manifest_cannot_be_fetched(url: str, rule: str) -> None:
+    class Unreachable(OriginClient):
+        def request(self, *args: Any, **kwargs: Any) -> Answer:
+            raise FetchFailed("connect", "connection refused")
+    report = verify_runtime(url, expected(url), Unreachable(POLICY, DnsResolver("127.0.0.1", 9),
+                                                              ssl.create_default_context()))
+    assert [(c.id, c.passed) for c in report.checks] == [("origin", True),
+                                                          ("manifest_fetch", False)]
+    assert report.checks[0].rule == rule
+
+
+def test_a_public_address_keeps_the_public_origin_rule() -> None:
+    class Public(OriginClient):
+        def request(self, *args: Any, **kwargs: Any) -> Answer:
+            return Answer(404, (), b"", "/.well-known/svc.json", "93.184.216.34")
+    url = "https://origin.example.com"
+    report = verify_runtime(url, expected(url), Public(STRICT, DnsResolver("127.0.0.1", 9),
+                                                         ssl.create_default_context()))
+    assert report.checks[0].rule == "the origin is a developer-owned public HTTPS origin"
+    assert report.checks[0].passed
 
 
 def test_certificate_from_an_unknown_ca_fails(origin: DeveloperOrigin) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, Response
 
+from payments.slugs import slugify
 from tests.portal.conftest import CODE_RE, Console
 from tests.support.browser import BrowserSession, screenshot
 
@@ -63,6 +64,8 @@ def test_sign_up_to_first_api_key(console: Console, chrome: BrowserSession,
 
     page.get_by_role("link", name="Create an app").click()
     page.get_by_label("Name").fill("Space <Blaster>")
+    # a blank slug is made from the name: the field shows which one while the name is typed
+    assert page.get_by_label("Slug").get_attribute("placeholder") == "space-blaster"
     page.get_by_label("Headline").fill("Shoot & collect")
     page.get_by_role("button", name="Create app").click()
     page.wait_for_url("**/apps/space-blaster?done=created")
@@ -136,9 +139,20 @@ def test_cli_sign_in_is_approved_in_the_console(console: Console, chrome: Browse
     page.get_by_role("button", name="Verify and sign in").click()
     page.wait_for_url(f"{base}/apps")
     page.goto(f"{base}/apps/new")
-    page.get_by_label("Name").fill("Puzzle")
+    page.get_by_label("Name").fill("Головоломка")  # no Latin letter to make a slug of
+    assert page.get_by_label("Slug").get_attribute("placeholder") == ""
+    page.get_by_role("button", name="Create app").click()
+    assert page.get_by_role("alert").inner_text().startswith(
+        "Could not make an address from the name 'Головоломка'; choose a slug")
+    for name, slug in (("Café Crème 2!", "cafe-creme-2"), ("--Über--Game--", "uber-game"),
+                       ("a" * 62 + " b", "a" * 62)):
+        page.get_by_label("Name").fill(name)
+        assert page.get_by_label("Slug").get_attribute("placeholder") == slugify(name) == slug
+    page.get_by_label("Name").fill("Головоломка")
+    page.get_by_label("Slug").fill("puzzle")
     page.get_by_role("button", name="Create app").click()
     page.wait_for_url("**/apps/puzzle?done=created")
+    assert page.get_by_role("heading", name="Головоломка").count() == 1
 
     with console.client("api") as api:
         started = api.post("/api/developer/cli/auth-requests", json={
@@ -161,4 +175,17 @@ def test_cli_sign_in_is_approved_in_the_console(console: Console, chrome: Browse
         page.get_by_role("heading", name="CLI sign-in denied").wait_for()
         denied = api.post("/api/developer/cli/token", json={"deviceCode": again["deviceCode"]})
         assert denied.status_code == 403 and denied.json()["code"] == "access_denied"
+
+        # A slug that is not one of the organization's apps: said plainly, Deny only.
+        typo = api.post("/api/developer/cli/auth-requests", json={"app": "puzzel"}).json()
+        page.goto(typo["verificationUriComplete"])
+        assert page.get_by_role("alert").inner_text() == (
+            "There is no app puzzel in your organization, so this sign-in cannot be approved. "
+            "Deny it to stop the command waiting, then run it again with --app set to one of "
+            "your apps: puzzle.")
+        assert page.get_by_role("button", name="Approve").count() == 0
+        page.get_by_role("button", name="Deny").click()
+        page.get_by_role("heading", name="CLI sign-in denied").wait_for()
+        ended = api.post("/api/developer/cli/token", json={"deviceCode": typo["deviceCode"]})
+        assert ended.status_code == 403 and ended.json()["code"] == "access_denied"
     assert chrome.log.csp_violations() == [] and chrome.log.errors == []

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html import escape
+
 import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -72,6 +74,63 @@ def test_forms_show_domain_errors_and_apply_changes(console: Console, developer:
         kinds = session.scalars(select(OperatorNotification.kind)
                                 .where(OperatorNotification.app_id == game.id)).all()
         assert kinds == [NotificationKind.DEVELOPER_APP_REQUESTED]
+
+
+def test_the_new_app_form_takes_a_slug_and_speaks_of_the_name_typed(
+        console: Console, developer: tuple[str, str], sessions: sessionmaker[Session]) -> None:
+    with console.client() as client:
+        log_in(client)
+        form = client.get("/apps/new")
+        assert 'name="slug"' in form.text and "Leave it blank to make it from the name" in form.text
+        for name in ("Статистика", "!!!"):
+            refused = _post(client, "/apps/new", {"name": name, "slug": ""}, "/apps/new")
+            assert refused.status_code == 422 and "invalid_slug" in refused.text
+            assert f"Could not make an address from the name &#x27;{escape(name)}&#x27;; " \
+                   "choose a slug" in refused.text, refused.text
+            assert "&#x27;&#x27; is not a valid app slug" not in refused.text
+        reserved = _post(client, "/apps/new", {"name": "Admin"}, "/apps/new")
+        assert "The name &#x27;Admin&#x27; makes the slug &#x27;admin&#x27;" in reserved.text
+        assert "explicit slug" not in reserved.text
+        # what was typed comes back, with the slug a blank field would get as its placeholder
+        assert 'value="Admin"' in reserved.text and 'placeholder="admin"' in reserved.text
+        bad = _post(client, "/apps/new", {"name": "Stats", "slug": "Stats Game"}, "/apps/new")
+        assert bad.status_code == 422 and "&#x27;Stats Game&#x27; is not a valid app slug" \
+            in bad.text and 'value="Stats Game"' in bad.text
+        made = _post(client, "/apps/new", {"name": "Статистика", "slug": "stats"}, "/apps/new")
+        assert (made.status_code, made.headers["location"]) == (303, "/apps/stats?done=created")
+        again = _post(client, "/apps/new", {"name": "Stats"}, "/apps/new")
+        assert again.status_code == 409 and "made from the name &#x27;Stats&#x27;" in again.text
+    with sessions() as session:
+        assert session.scalars(select(App.name).where(App.slug == "stats")).one() == "Статистика"
+
+
+def test_a_cli_sign_in_for_an_app_not_in_the_organization_can_only_be_denied(
+        console: Console, developer: tuple[str, str], sessions: sessionmaker[Session]) -> None:
+    add_owned_app(sessions, developer[1], "game")
+    _, other_org = add_developer(sessions, "dev2")
+    add_owned_app(sessions, other_org, "theirs")
+    with console.client("api") as api, console.client() as client:
+        log_in(client)
+        for slug in ("nope-app", "theirs"):  # missing, or another organization's: alike
+            started = api.post("/api/developer/cli/auth-requests", json={"app": slug}).json()
+            code = started["userCode"]
+            page = client.get(f"/cli/approve?code={code}")
+            assert page.status_code == 200
+            assert f"There is no app <code>{slug}</code> in your organization" in page.text
+            assert 'value="approve"' not in page.text and 'value="deny"' in page.text
+            assert "<code>game</code>" in page.text  # the apps the CLI could name instead
+            assert api.post("/api/developer/cli/token", json={
+                "deviceCode": started["deviceCode"]}).json()["code"] == "authorization_pending"
+            denied = client.post("/cli/approve", data={
+                "csrf": csrf_of(page), "code": code, "decision": "deny"})
+            assert denied.status_code == 200 and "CLI sign-in denied" in denied.text
+            assert f"no app <code>{slug}</code>" not in denied.text
+            ended = api.post("/api/developer/cli/token", json={"deviceCode": started["deviceCode"]})
+            assert (ended.status_code, ended.json()["code"]) == (403, "access_denied")
+        # an app of the organization still gets both buttons
+        mine = api.post("/api/developer/cli/auth-requests", json={"app": "game"}).json()
+        page = client.get(f"/cli/approve?code={mine['userCode']}")
+        assert 'value="approve"' in page.text and "There is no app" not in page.text
 
 
 def test_signed_out_visitors_are_sent_to_log_in(console: Console) -> None:

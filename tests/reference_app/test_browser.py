@@ -42,6 +42,7 @@ def test_buy_deliver_settle_and_pay_to_is_paid(
         open_app(page, world)
         wait_for(page, lambda: card_state(page) == "needs_connection")
         assert inventory(page) == {}
+        assert not [m for m in chrome.log.messages if "favicon" in m[2]]  # no 404 logged
         buy(page, "retry")
         wait_for(page, lambda: card_state(page) == "opening_portal")
         saved = pending(page)  # saved before the portal opened

@@ -41,7 +41,12 @@ def test_page_manifest_and_refusals(ref: RefWorld) -> None:
         manifest = client.get("/.well-known/svc.json").json()
         page = client.get("/")
         script = client.get("/static/app.js")
+        icon = client.get("/static/favicon.svg")
         unknown = client.get("/static/../settings.py")
+    # an icon of its own: no browser asks for /favicon.ico and logs its 404 on every load
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page.text
+    assert (icon.status_code, icon.headers["content-type"]) == (200, "image/svg+xml")
+    assert icon.text.startswith("<svg ")
     assert manifest == {"appId": ref.app.id, "slug": "game", "payTo": ref.config.pay_to,
                         "webhookPath": "/api/svc/webhook",
                         "paymentSubmittedPath": "/api/svc/payment-submitted",

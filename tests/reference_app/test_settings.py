@@ -69,6 +69,15 @@ def test_each_missing_variable_is_named(name: str) -> None:
     assert refused.value.problems[0].startswith(f"{name}: missing")
 
 
+@pytest.mark.parametrize(("name", "example"), [
+    ("SVC_API_URL", "https://api.example.com"), ("SVC_PORTAL_URL", "https://portal.example.com")])
+def test_a_missing_service_url_gives_its_own_example(name: str, example: str) -> None:
+    env = {k: v for k, v in GOOD.items() if k != name}
+    with pytest.raises(SettingsError) as refused:
+        Settings.from_env(env)
+    assert refused.value.problems[0].endswith(f"e.g. {example}"), refused.value.problems
+
+
 @pytest.mark.parametrize(("name", "value"), MALFORMED)
 def test_each_malformed_variable_is_named(name: str, value: str) -> None:
     with pytest.raises(SettingsError) as refused:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import socket
 from pathlib import Path
 
 import httpx
+import pytest
 
+from router.cli import QuietDemoServer, serve_demo
 from tests.support.dev_server import dev_server
 
 
@@ -36,3 +41,42 @@ def test_dev_command_serves_seeded_demo(tmp_path: Path) -> None:
     assert f"http://demo.apps.localhost:{port}/" in output
     assert f"http://portal.localhost:{port}/demo" in output
     assert f"http://console.localhost:{port}/signup" in output
+    # Two uvicorn servers run in the process (the service and the demo app); only the
+    # service's tells its start and stop, so each line is said once.
+    lines = output.splitlines()
+    for said in ("Started server process", "Waiting for application startup.",
+                 "Application startup complete.", "Uvicorn running on", "Shutting down",
+                 "Waiting for application shutdown.", "Application shutdown complete.",
+                 "Finished server process"):
+        assert sum(said in line for line in lines) == 1, (said, output)
+
+
+def test_the_demo_servers_warnings_still_show(caplog: pytest.LogCaptureFixture) -> None:
+    """Only the demo server's info lines are dropped; its warnings and the service's lines,
+    logged meanwhile on the same logger, are kept."""
+    logger = logging.getLogger("uvicorn.error")
+
+    class Demo:  # stands for uvicorn.Server: logs as its serve() would
+        async def serve(self, sockets: list[socket.socket]) -> None:
+            logger.info("demo started")
+            logger.warning("demo warned")
+            await asyncio.sleep(0)
+
+    async def service() -> None:
+        logger.info("service started")
+
+    async def both() -> None:
+        with socket.socket() as sock:
+            await asyncio.gather(serve_demo(Demo(), sock),  # type: ignore[arg-type]
+                                 service())
+
+    quiet = QuietDemoServer()
+    logger.addFilter(quiet)
+    try:
+        with caplog.at_level(logging.INFO, logger="uvicorn.error"):
+            asyncio.run(both())
+            logger.info("after")
+    finally:
+        logger.removeFilter(quiet)
+    assert [r.getMessage() for r in caplog.records] == ["demo warned", "service started",
+                                                        "after"]

@@ -108,10 +108,11 @@ def test_device_sign_in_then_scoped_commands(world: World) -> None:
     assert status.returncode == 0, status.stderr
     grant = json.loads(status.stdout)["grant"]
     assert (grant["app"], grant["scopes"]) == ("game", ["apps:read"])
-    assert grant["token"] == f"zcli_...{token[-4:]}" and token not in status.stdout
+    assert grant["token"] == f"zcli_…{token[-4:]}" and token not in status.stdout
 
     text = world.svc("auth", "status")
     assert "app:     game" in text.stdout and token not in text.stdout
+    assert f"  token:   zcli_…{token[-4:]}\n" in text.stdout
 
     shown = world.svc("app", "show", "--app", "game", "--json")
     assert shown.returncode == 0, shown.stderr

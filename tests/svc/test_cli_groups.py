@@ -269,6 +269,23 @@ def test_order_create_uses_the_backend_key_and_never_prints_it(world: World) -> 
 
     assert "7 decimals" in refused(world, *args, "--amount", "0.0000001", exit_code=2,
                                    env=with_key)["message"]
+    # The service's refusals of amountAtomic name the flag that set it.
+    tip_args = ("order", "create", "--product", "tip", "--developer-user", "u3")
+    for given, message in [
+        ((*args, "--amount", "0.02"),
+         "This product has a fixed price; omit --amount or send the price."),
+        ((*args, "--amount-atomic", "20000"),
+         "This product has a fixed price; omit --amount-atomic or send the price."),
+        (tip_args, "This product is priced per order: send --amount USD (or --amount-atomic "
+                   "N)."),
+        ((*tip_args, "--amount-atomic", "5"), "--amount-atomic must be between 10000 and "
+                                              "10000000."),
+        ((*tip_args, "--amount", "20"), "--amount must be between 10000 and 10000000 (atomic "
+                                        "units; --amount 20 is 20000000)."),
+    ]:
+        amount = refused(world, *given, exit_code=2, env=with_key)
+        assert amount["message"] == message, given
+        assert amount["code"] in ("invalid_amount", "missing_field")
     masked = refused(world, *args, exit_code=2, env={"SVC_API_KEY": f"zpk_test_…{secret[-4:]}"})
     assert "masked" in masked["message"]
     wrong = refused(world, *args, exit_code=4, env={"SVC_API_KEY": "zpk_test_" + "0" * 48})
@@ -300,12 +317,16 @@ def test_export_dotenv_toml_and_products(world: World) -> None:
         "SVC_RUNTIME_ORIGIN": "https://game.example.com", "SVC_RUNTIME_APP_PATH": "/",
         "SVC_RETURN_URL": f"{app['runtime']['url']}/svc-auth-return?app=game",
         "SVC_WEBHOOK_SECRET": "", "SVC_API_KEY": "",
-        "SVC_WEBHOOK_URL": "https://game.example.com/api/svc/webhook", "DATABASE_URL": ""}
+        "SVC_WEBHOOK_URL": "https://game.example.com/api/svc/webhook", "DATABASE_URL": "",
+        # the SDK's service URLs: the API in effect; no portal guessed for a bare address
+        "SVC_API_URL": world.url, "SVC_PORTAL_URL": ""}
+    assert "`svc config apply` or `svc webhook upsert` (or `rotate`)" in exported["content"]
     plain = run(world, "export", "--format", "dotenv")
     assert plain.stdout == exported["content"]
 
     written = ok(world, "export", "--format", "dotenv", "--output", "app.env")
-    assert written["path"] == "app.env"
+    assert (written["path"], written["updated"]) == ("app.env", False)
+    assert stat.S_IMODE((world.home / "app.env").stat().st_mode) == 0o600
     # The exported file is a starting point: doctor says the secret is still to fill in.
     doctor = run(world, "doctor", "--env-file", "app.env", "--env", "local", "--json")
     assert doctor.returncode == 1
@@ -329,6 +350,48 @@ def test_export_dotenv_toml_and_products(world: World) -> None:
     assert "exists" in refused(world, "export", "--format", "toml", "--output",
                                "exported.toml", exit_code=2)["message"]
     assert run(world, "export", "--format", "yaml").returncode == 2
+
+
+def test_export_dotenv_updates_an_existing_file_in_place(world: World) -> None:
+    """What `svc init` wrote, with the developer's secrets and own lines, survives an export;
+    the values the service knows are brought up to date; --force replaces the file."""
+    signed_in(world, "apps:read")
+    with transaction(world.sessions) as session:
+        session.execute(update(App).where(App.slug == "game").values(
+            pay_to=PAY_TO, runtime_origin="https://game.example.com"))
+    secret, key = "zwhsec_" + "3" * 64, "zpk_test_" + "4" * 48
+    env_file = world.home / ".env"
+    env_file.write_text(
+        "# mine\nSVC_APP_SLUG=game\nSVC_RUNTIME_ORIGIN=\nexport SVC_PAY_TO=0xold\n"
+        f"SVC_WEBHOOK_SECRET={secret}\nSVC_API_KEY='{key}'\nDATABASE_URL=sqlite:///game.db\n"
+        "SVC_PORTAL_URL=https://portal.example.com\nGAME_MODE=hard  # my own\n"
+        "a line no dotenv tool reads\n")
+    env_file.chmod(0o644)
+    updated = ok(world, "export", "--format", "dotenv", "--output", ".env")
+    assert updated["updated"] is True and updated["emptySecrets"] == []
+    assert updated["changed"] == ["SVC_RUNTIME_ORIGIN", "SVC_PAY_TO"]
+    assert updated["added"] == ["SVC_APP_ID", "SVC_RUNTIME_APP_PATH", "SVC_RETURN_URL",
+                                "SVC_WEBHOOK_URL", "SVC_API_URL"]
+    text = env_file.read_text()
+    assert text.startswith("# mine\nSVC_APP_SLUG=game\n"
+                           "SVC_RUNTIME_ORIGIN=https://game.example.com\n"
+                           f"export SVC_PAY_TO={PAY_TO}\nSVC_WEBHOOK_SECRET={secret}\n"
+                           f"SVC_API_KEY='{key}'\nDATABASE_URL=sqlite:///game.db\n"
+                           "SVC_PORTAL_URL=https://portal.example.com\n"
+                           "GAME_MODE=hard  # my own\na line no dotenv tool reads\n"), text
+    env = parse_env(text.replace("a line no dotenv tool reads\n", ""))
+    assert (env["SVC_API_URL"], env["SVC_WEBHOOK_SECRET"], env["SVC_API_KEY"]) == (
+        world.url, secret, key)
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600  # it holds secrets now
+    again = run(world, "export", "--format", "dotenv", "--output", ".env")
+    assert again.returncode == 0 and again.stdout == ".env is up to date (dotenv, mode 0600).\n"
+    assert secret not in again.stdout + again.stderr and key not in again.stdout + again.stderr
+
+    replaced = ok(world, "export", "--format", "dotenv", "--output", ".env", "--force")
+    assert replaced["updated"] is False
+    assert replaced["emptySecrets"] == ["SVC_WEBHOOK_SECRET", "SVC_API_KEY"]
+    assert secret not in env_file.read_text() and "GAME_MODE" not in env_file.read_text()
+    assert stat.S_IMODE(env_file.stat().st_mode) == 0o600
 
 
 def test_export_never_writes_secrets_from_the_environment(world: World) -> None:

@@ -12,7 +12,9 @@ import tomllib
 
 from sqlalchemy import select
 
+from examples.reference_app.catalogue import Catalogue
 from payments.models import App
+from svc.env_file import parse_env
 from tests.svc.test_cli_config import HOOK, ORIGIN, SIGNING_SECRET
 from tests.svc.test_cli_end_to_end import REPO, SVC, World
 from tests.svc.test_cli_groups import PAY_TO, ok, refused, run, signed_in
@@ -26,8 +28,9 @@ def copied_sources() -> set[str]:
 
 
 def test_init_writes_the_reference_app_and_the_app_as_files(world: World) -> None:
-    signed_in(world, "apps:read,apps:write,webhooks:write,runtime:write")
+    signed_in(world, "apps:read,apps:write,products:write,webhooks:write,runtime:write")
     ok(world, "app", "update", "--pay-to", PAY_TO)
+    ok(world, "product", "create", "--product", "retry", "--name", "Retry", "--price", "0.01")
     ok(world, "runtime", "configure", "--origin", ORIGIN)
     secret = ok(world, "webhook", "upsert", "--url", HOOK)["secret"]
 
@@ -72,6 +75,33 @@ def test_init_writes_the_reference_app_and_the_app_as_files(world: World) -> Non
     assert planned.returncode == 0, planned.stderr
     assert json.loads(planned.stdout)["plan"]["summary"]["create"] == 0
 
+    # The steps printed are the ones that work, pasted in order (the app started by hand).
+    assert made["next"] == [
+        "cd game-server",
+        "svc config plan && svc config apply   # products, webhook, runtime origin",
+        "svc keys create --label backend --scopes orders:create,orders:read,receipts:read,"
+        "deliveries:read,charges:create,connections:create,connections:read",
+        "svc export --format dotenv --output .env   # updates it; then add the two secrets "
+        "shown once",
+        "svc product list --json > catalogue.json   # the product ids orders and trusted "
+        "charges need",
+        "set -a; . ./.env; set +a; python -m reference_app --host 127.0.0.1 --port 8787 "
+        "--products catalogue.json",
+        "svc runtime verify && svc runtime request-domain   # in another terminal, here"]
+    exported = subprocess.run([SVC, "export", "--format", "dotenv", "--output", ".env",
+                               "--json", "--api-url", world.url], cwd=target, env=world.env(),
+                              text=True, capture_output=True, timeout=60, check=False)
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout)["updated"] is True
+    assert parse_env((target / ".env").read_text())["SVC_API_URL"] == world.url
+    with (target / "catalogue.json").open("w") as catalogue:  # the step's `>`
+        listed = subprocess.run([SVC, "product", "list", "--json", "--api-url", world.url],
+                                cwd=target, env=world.env(), stdout=catalogue, timeout=60,
+                                check=False)
+    assert listed.returncode == 0
+    sold = Catalogue.from_file(target / "catalogue.json").by_slug("retry")
+    assert sold is not None and sold.product_id is not None  # orders and charges need it
+
     # The copy runs on its own: a missing variable is named (its settings module loaded).
     started = subprocess.run([sys.executable, "-m", "reference_app", "--port", "1"],
                              cwd=target, env={k: v for k, v in world.env().items()
@@ -114,4 +144,5 @@ def test_init_without_a_grant_writes_a_template_and_the_commands(world: World) -
     text = run(world, "init", "other", "--app", "space-race")
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[0].startswith("Wrote ")
-    assert "  svc runtime verify && svc runtime request-domain" in text.stdout.splitlines()
+    assert text.stdout.splitlines()[-1] == (
+        "  svc runtime verify && svc runtime request-domain   # in another terminal, here")

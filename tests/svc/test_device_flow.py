@@ -78,6 +78,18 @@ def test_denied_and_expired_stop_with_a_sentence() -> None:
     assert caught.value.exit_code == 1
 
 
+def test_a_denial_of_a_named_app_says_how_to_name_another() -> None:
+    """The console offers only Deny for an app the organization lacks; the CLI says so."""
+    with pytest.raises(CliError) as named:
+        Script(error(403, "access_denied")).run()
+    assert "there is no app 'game' in your organization" in str(named.value)
+    assert "--app" in str(named.value)
+    unnamed = PendingSignIn(**{**PENDING.__dict__, "app": None})
+    with pytest.raises(CliError) as plain:
+        Script(error(403, "access_denied")).run(unnamed)
+    assert str(plain.value) == "The sign-in was denied in the console; nothing was stored."
+
+
 def test_gives_up_when_the_request_lifetime_is_over() -> None:
     short = PendingSignIn(**{**PENDING.__dict__, "expires_in": 5})
     script = Script(*[error(400, "authorization_pending")] * 10)

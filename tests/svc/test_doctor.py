@@ -128,9 +128,10 @@ def test_apps_domain_comes_from_the_return_url() -> None:
 
 def test_env_file_format() -> None:
     env = parse_env("# comment\n\nexport A=1\nB = 'two words'\nC=\"q#x\"\nD=v # note\nE=\n"
-                    "F=https://h/p?a=1&b=2\n")
+                    "F=https://h/p?a=1&b=2\nG=       # a note, as svc init's template has\n"
+                    "H=#x\n")
     assert env == {"A": "1", "B": "two words", "C": "q#x", "D": "v", "E": "",
-                   "F": "https://h/p?a=1&b=2"}
+                   "F": "https://h/p?a=1&b=2", "G": "", "H": "#x"}
     with pytest.raises(CliError, match="line 2 is not KEY=value"):
         parse_env("A=1\nnot a line\n")
 

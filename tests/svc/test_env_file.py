@@ -1,0 +1,34 @@
+"""``merge_env``: what ``svc export --format dotenv --output FILE`` does to an existing file."""
+
+from __future__ import annotations
+
+from svc.commands.init import template_env
+from svc.env_file import merge_env, parse_env
+
+EXPORTED = {"SVC_APP_ID": "zapp_1", "SVC_APP_SLUG": "space-race", "SVC_WEBHOOK_SECRET": "",
+            "SVC_API_KEY": "", "DATABASE_URL": "", "SVC_API_URL": "http://api.localhost:8000"}
+
+
+def test_the_template_of_svc_init_is_filled_in_once_the_app_exists() -> None:
+    template = template_env("space-race")
+    assert parse_env(template)["SVC_APP_ID"] == ""  # `SVC_APP_ID=    # zapp_...` is empty
+    merged = merge_env(template, EXPORTED, "added")
+    env = parse_env(merged.text)
+    assert env["SVC_APP_ID"] == "zapp_1" and merged.changed == ["SVC_APP_ID"]
+    assert env["DATABASE_URL"] == "sqlite:///reference-app.db"  # the template's, kept
+    assert merged.added == ["SVC_API_URL"] and env["SVC_API_URL"] == "http://api.localhost:8000"
+    assert merged.values["SVC_WEBHOOK_SECRET"] == ""
+
+
+def test_every_assignment_of_a_name_is_set_and_empty_values_empty_nothing() -> None:
+    current = ("export SVC_APP_ID=old\nSVC_API_KEY=zpk_test_x  # pasted\nSVC_APP_ID='old'\n"
+               "# SVC_APP_ID=commented out\n")
+    merged = merge_env(current, EXPORTED, "added by the export")
+    assert merged.text.splitlines()[:4] == [
+        "export SVC_APP_ID=zapp_1", "SVC_API_KEY=zpk_test_x  # pasted", "SVC_APP_ID=zapp_1",
+        "# SVC_APP_ID=commented out"]
+    assert merged.values["SVC_API_KEY"] == "zpk_test_x"
+    assert merged.text.splitlines()[4:6] == ["", "# added by the export"]
+    assert merged.added == ["SVC_APP_SLUG", "SVC_WEBHOOK_SECRET", "DATABASE_URL",
+                            "SVC_API_URL"]
+    assert merge_env(merged.text, EXPORTED, "again").text == merged.text  # settled
