@@ -247,8 +247,10 @@ class PaymentRoutes:
             raise ApiError("missing_field", 422, "This product is priced per order: send "
                            "amountAtomic.", field="amountAtomic")
         if amount < low or (high is not None and amount > high):
-            raise ApiError("invalid_amount", 422, f"amountAtomic must be between {low} and "
-                           f"{high}.", field="amountAtomic")
+            bounds = (f"between {low} and {high}" if high is not None
+                      else f"at least {low} (this product sets no maximum)")
+            raise ApiError("invalid_amount", 422, f"amountAtomic must be {bounds}.",
+                           field="amountAtomic")
         return amount
 
     @staticmethod

@@ -12,6 +12,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.ledger.models import Charge, IdempotencyRecord, Order, WebhookEvent
+from payments.models import Product
 from payments.products import TIP_MAX_ATOMIC, TIP_MIN_ATOMIC
 from tests.ledger.flow import PayWorld, build_world, wallet
 from tests.support.router import RouterFactory
@@ -66,6 +67,18 @@ def test_fixed_and_dynamic_orders(world: PayWorld) -> None:
     assert read.status_code == 200
     assert read.json()["order"]["status"] == "created"
     assert read.json()["order"]["chargeId"] is None
+
+
+def test_an_order_for_a_product_without_a_maximum(world: PayWorld) -> None:
+    with world.sessions() as session, session.begin():
+        tip = session.get(Product, world.products["tip"].id)
+        assert tip is not None
+        tip.max_amount_atomic = None
+    low = create(world, "tip", "o:low", amountAtomic=str(TIP_MIN_ATOMIC - 1))
+    refused(low, 422, "invalid_amount")
+    assert low.json()["message"] == (f"amountAtomic must be at least {TIP_MIN_ATOMIC} (this "
+                                     "product sets no maximum).")
+    assert create(world, "tip", "o:high", amountAtomic=str(TIP_MAX_ATOMIC * 10)).status_code == 201
 
 
 def test_order_creation_is_idempotent(world: PayWorld) -> None:
