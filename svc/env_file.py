@@ -43,6 +43,24 @@ def _value(raw: str) -> str:
     return re.split(r"\s#", raw, maxsplit=1)[0].strip()
 
 
+# What a shell reads as a plain word in ``NAME=value``: anything else is quoted, so that
+# `. ./.env` (the quickstart's `set -a; . ./.env`) cannot run part of a value, as an
+# unquoted `&` in a URL's query would.
+_PLAIN = re.compile(r"[A-Za-z0-9_./:@%+=,?-]*\Z")
+
+
+def assignment(name: str, value: str) -> str:
+    """``NAME=value`` as a line both :func:`parse_env` and a POSIX shell read as ``value``."""
+    if _PLAIN.match(value):
+        return f"{name}={value}"
+    if "'" not in value:
+        return f"{name}='{value}'"
+    if not any(c in value for c in '"$`\\\n'):
+        return f'{name}="{value}"'
+    raise usage(f"{name}'s value holds both a single quote and a character a double-quoted "
+                "shell value would change; write it into the file by hand.")
+
+
 def read_env_file(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -77,7 +95,7 @@ def merge_env(current: str, update: dict[str, str], heading: str) -> Merged:
         prefix, name = match.groups()
         value, had = update[name], _value(line[match.end():])
         if value and value != had:
-            lines.append(f"{prefix}{name}={value}")
+            lines.append(prefix + assignment(name, value))
             if name not in changed:
                 changed.append(name)
         else:
@@ -85,7 +103,7 @@ def merge_env(current: str, update: dict[str, str], heading: str) -> Merged:
         values[name] = value or had
     added = [name for name in update if name not in values]
     if added:
-        lines += ["", f"# {heading}", *(f"{name}={update[name]}" for name in added)]
+        lines += ["", f"# {heading}", *(assignment(name, update[name]) for name in added)]
         values.update((name, update[name]) for name in added)
     return Merged("\n".join(lines) + "\n", changed, added, values)
 

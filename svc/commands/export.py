@@ -17,7 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from svc.client import DeveloperClient
 from svc.commands.target import app_option, app_path, client_for_app
-from svc.env_file import merge_env, parse_env, write_private
+from svc.env_file import assignment, merge_env, parse_env, write_private
 from svc.errors import ExitCode, usage
 from svc.output import Output
 from svc.product_plan import file_product
@@ -116,19 +116,19 @@ def dotenv(app: dict[str, Any], webhook_url: str | None) -> str:
     lines = [
         f"# Worker Quick Launch environment of {slug} (svc export --format dotenv).",
         "# Secrets are never exported; the empty ones come from your secret store.",
-        f"SVC_APP_ID={app['id']}",
-        f"SVC_APP_SLUG={slug}",
-        f"SVC_PAY_TO={app.get('payTo') or ''}",
+        assignment("SVC_APP_ID", app["id"]),
+        assignment("SVC_APP_SLUG", slug),
+        assignment("SVC_PAY_TO", app.get("payTo") or ""),
         "# Your own deployed origin (never the service's proxy host).",
-        f"SVC_RUNTIME_ORIGIN={runtime.get('origin') or ''}",
-        f"SVC_RUNTIME_APP_PATH={runtime.get('appPath') or '/'}",
-        f"SVC_RETURN_URL={runtime.get('url', '')}/svc-auth-return?app={slug}",
+        assignment("SVC_RUNTIME_ORIGIN", runtime.get("origin") or ""),
+        assignment("SVC_RUNTIME_APP_PATH", runtime.get("appPath") or "/"),
+        assignment("SVC_RETURN_URL", f"{runtime.get('url', '')}/svc-auth-return?app={slug}"),
         "# The zwhsec_ signing secret `svc config apply` or `svc webhook upsert` (or `rotate`) "
         "showed once; server-side only.",
         "SVC_WEBHOOK_SECRET=",
         "# Optional: a backend-only zpk_ key; `svc keys create` shows it once.",
         "SVC_API_KEY=",
-        f"SVC_WEBHOOK_URL={webhook_url or ''}",
+        assignment("SVC_WEBHOOK_URL", webhook_url or ""),
         "# Optional: your durable inventory store.",
         "DATABASE_URL=",
     ]
@@ -146,8 +146,8 @@ def service_env(api_url: str) -> str:
         portal = urlunsplit((parts.scheme, "portal." + parts.netloc[len("api."):], "", "", ""))
     return "\n".join([
         "# The service, as the SDK reads it: the payment API and the portal (its modal script).",
-        f"SVC_API_URL={api_url}",
-        f"SVC_PORTAL_URL={portal}", ""])
+        assignment("SVC_API_URL", api_url),
+        assignment("SVC_PORTAL_URL", portal), ""])
 
 
 def svc_toml(app: dict[str, Any], api_url: str, webhook_url: str | None,
