@@ -146,7 +146,17 @@ def test_reconcile_by_key_finds_a_charge_the_webhook_has_not_reported(ref: RefWo
     again = call(ref, token, "/api/svc/reconcile",
                  {"idempotencyKey": "svc:ref:unlock-level:lost"})  # the delivery's form
     assert again.json()["granted"] is False
-    assert [g.delivery_id for g in ref.grants()] == [paid["deliveryId"]]  # once
+    # the webhook, let through late, grants nothing more: one grant per delivery and key
+    disable_webhook(ref, enabled=True)
+    event_id = next(iter(attempts(ref.sessions)))
+    with ref.developer() as developer:
+        developer.post(f"/api/developer/apps/game/webhook-attempts/{event_id}/retry"
+                       ).raise_for_status()
+    wait_for_value(lambda: [a for a in attempts(ref.sessions).values()
+                            if a.response_status == 200], "the late webhook")
+    assert [(g.delivery_id, g.source) for g in ref.grants()] == [
+        (paid["deliveryId"], "reconcile")]  # once
+    disable_webhook(ref)
     # settled_first: paid, not to be granted yet; the page keeps it with its delivery id
     scarce = payer(ref, 15).pay("relic", "ref:relic:lost")
     early = call(ref, token, "/api/svc/reconcile", {"idempotencyKey": "ref:relic:lost"})
