@@ -27,6 +27,8 @@ ERROR = {
                                        "through the portal"},
         "remaining": {"type": "string", "description": "remaining budget, atomic units"},
         "returnUrl": {"type": "string", "description": "the refused return URL"},
+        "idempotencyKey": {"type": "string", "description": "a lookup by key: the key no "
+                                                            "delivery of the app has"},
     },
     "additionalProperties": True,
 }

@@ -26,6 +26,7 @@ from svc.backend_calls import create_account_handoff as _handoff_call
 from svc.backend_calls import create_order as _order_call
 from svc.backend_calls import create_trusted_charge as _charge_call
 from svc.backend_calls import get_delivery as _delivery_call
+from svc.backend_calls import get_delivery_by_key as _delivery_by_key_call
 from svc.backend_calls import get_order as _get_order_call
 from svc.backend_calls import get_receipt as _receipt_call
 from svc.backend_errors import (
@@ -88,7 +89,7 @@ class _Backend:
 
     def _answer(self, call: Call[T], response: httpx.Response) -> T:
         if not response.is_success:
-            raise error_from(response, call.idempotency_key, self._key)
+            return self._refused(call, error_from(response, call.idempotency_key, self._key))
         try:
             body = response.json()
         except ValueError:
@@ -97,6 +98,14 @@ class _Backend:
             raise AnswerError(f"HTTP {response.status_code} from {response.request.url.host} "
                               "is not the service's JSON; is the API URL right?")
         return call.read(body)
+
+    @staticmethod
+    def _refused(call: Call[T], failure: BackendError) -> T:
+        """A non-2xx raises, unless the call reads it as an answer (the lookup by key's
+        "no delivery under this key")."""
+        if call.refusal is None:
+            raise failure
+        return call.refusal(failure)
 
     def _unreachable(self, call: Call[Any], error: httpx.TransportError) -> ServiceUnreachable:
         failure = ServiceUnreachable(scrub(f"Could not reach {self.api_url}: "
@@ -154,7 +163,7 @@ class BackendClient(_Backend):
                     return self._answer(call, response)
                 failure = error_from(response, call.idempotency_key, self._key)
                 if not failure.retryable:
-                    raise failure
+                    return self._refused(call, failure)
             time.sleep(self.policy.delay(attempt, response))
             attempt += 1
 
@@ -176,6 +185,14 @@ class BackendClient(_Backend):
         """The trusted delivery lookup (spec 4.3) to grant from: grant once per
         ``delivery.id`` when ``delivery.grantable``."""
         return self._send(_delivery_call(delivery_id))
+
+    def get_delivery_by_key(self, idempotency_key: str, *,
+                            app: str | None = None) -> Delivery | None:
+        """The delivery made under ``idempotency_key`` (the key as sent to the product route
+        or ``create_trusted_charge``), or ``None``: the service holds none under it, so
+        nothing was charged under it. ``app`` (id or slug) is required for an organization
+        key. Any answer that does not say so raises, as other lookups do."""
+        return self._send(_delivery_by_key_call(idempotency_key, app))
 
     def get_receipt(self, charge_id: str) -> Receipt:
         return self._send(_receipt_call(charge_id))
@@ -236,7 +253,7 @@ class AsyncBackendClient(_Backend):
                     return self._answer(call, response)
                 failure = error_from(response, call.idempotency_key, self._key)
                 if not failure.retryable:
-                    raise failure
+                    return self._refused(call, failure)
             await asyncio.sleep(self.policy.delay(attempt, response))
             attempt += 1
 
@@ -254,6 +271,10 @@ class AsyncBackendClient(_Backend):
 
     async def reconcile_delivery(self, delivery_id: str) -> Delivery:
         return await self._send(_delivery_call(delivery_id))
+
+    async def get_delivery_by_key(self, idempotency_key: str, *,
+                                  app: str | None = None) -> Delivery | None:
+        return await self._send(_delivery_by_key_call(idempotency_key, app))
 
     async def get_receipt(self, charge_id: str) -> Receipt:
         return await self._send(_receipt_call(charge_id))

@@ -1,7 +1,8 @@
 """The backend API's requests, built once for the sync and the async client (spec 4.2-4.5).
 
-Each method of the clients is one :class:`Call`: what to send and how to read a 2xx
-answer. The clients only do the I/O and the retries.
+Each method of the clients is one :class:`Call`: what to send, how to read a 2xx answer
+and, for the rare refusal that is an answer, that too. The clients only do the I/O and
+the retries.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
+from svc.backend_errors import BackendError
 from svc.backend_models import Delivery, Handoff, Order, Receipt, TrustedCharge
 
 T = TypeVar("T")
@@ -40,6 +42,9 @@ class Call(Generic[T]):
     body: dict[str, Any] | None = None
     # The body's idempotency key, if it has one: the same on every attempt.
     idempotency_key: str | None = None
+    # How to read a refusal that is an answer (returns one) rather than a failure (raises
+    # it); without it, every refusal raises.
+    refusal: Callable[[BackendError], T] | None = None
 
 
 def _segment(value: str) -> str:
@@ -67,6 +72,23 @@ def get_order(order_id: str) -> Call[Order]:
 
 def get_delivery(delivery_id: str) -> Call[Delivery]:
     return Call("GET", f"/api/deliveries/{_segment(delivery_id)}", Delivery.from_answer)
+
+
+def get_delivery_by_key(idempotency_key: str, app: str | None) -> Call[Delivery | None]:
+    if not isinstance(idempotency_key, str) or not idempotency_key.strip():
+        raise ValueError("idempotency_key must be the key the purchase was sent with.")
+    query = urlencode(_present(idempotencyKey=idempotency_key, app=app))
+
+    def none_under_key(error: BackendError) -> Delivery | None:
+        # Only the lookup's own "no delivery under this key" (it echoes the key) means
+        # nothing was charged; the bare not_found of a server without this route must
+        # not read as that.
+        if (error.status, error.code) == (404, "not_found") and \
+                error.body.get("idempotencyKey") == idempotency_key:
+            return None
+        raise error
+    return Call("GET", f"/api/deliveries?{query}", Delivery.from_answer,
+                refusal=none_under_key)
 
 
 def get_receipt(charge_id: str) -> Call[Receipt]:

@@ -36,7 +36,7 @@ from tests.ledger.flow import PARAMS, PayWorld, build_world, sign_owner_proof, s
 from tests.support.router import RouterFactory, RunningRouter
 
 ROOT = Path(__file__).resolve().parent.parent
-LEDGER_PREFIXES = ("/api/authorizations/", "/api/pay/", "/api/orders", "/api/deliveries/",
+LEDGER_PREFIXES = ("/api/authorizations/", "/api/pay/", "/api/orders", "/api/deliveries",
                    "/api/receipts/", "/api/account-handoffs", "/api/charges")
 
 
@@ -156,6 +156,13 @@ def drive_every_path(world: PayWorld) -> list[Exchange]:
                     headers=header_keyed).status_code == 200
     assert rec.call("/api/deliveries/{delivery_id}", "GET",
                     f"/api/deliveries/{delivery_id}").status_code == 401
+    by_key = rec.call("/api/deliveries", "GET", "/api/deliveries", headers=keyed,
+                      params={"idempotencyKey": "game:retry:1"})
+    assert by_key.json()["delivery"]["deliveryId"] == delivery_id
+    assert rec.call("/api/deliveries", "GET", "/api/deliveries", headers=keyed,
+                    params={"idempotencyKey": "game:retry:9"}).status_code == 404
+    assert rec.call("/api/deliveries", "GET", "/api/deliveries",
+                    headers=keyed).status_code == 422
     orders_only = {"authorization": f"Bearer {narrow_key(world, ['orders:read'])}"}
     assert rec.call("/api/receipts/{charge_id}", "GET", f"/api/receipts/{charge}",
                     headers=orders_only).status_code == 403
@@ -319,6 +326,7 @@ def test_real_answers_match_the_description(world: PayWorld) -> None:
                          ("/api/pay/{app}/{product}", "post"),
                          ("/api/pay/{app}/{product}", "options"), ("/api/orders", "post"),
                          ("/api/orders/{order_id}", "get"),
+                         ("/api/deliveries", "get"),
                          ("/api/deliveries/{delivery_id}", "get"),
                          ("/api/receipts/{charge_id}", "get"),
                          ("/api/account-handoffs", "post"), ("/api/charges", "post")]:

@@ -34,7 +34,8 @@ def from_delivery(context: AppContext, delivery: Delivery, source: str) -> Grant
     if not delivery.grantable:
         raise AppError("delivery_not_ready", 409, "The delivery is not ready to fulfil yet "
                        f"(status {delivery.status}); it is granted when it is.",
-                       deliveryStatus=delivery.status, retryable=True)
+                       deliveryId=delivery.id, deliveryStatus=delivery.status,
+                       retryable=True)
     product_id = delivery.product_id or ""
     return Grant(delivery_id=delivery.id, idempotency_key=delivery.idempotency_key,
                  developer_user_id=delivery.developer_user_id, product_id=product_id,

@@ -19,7 +19,7 @@ from examples.reference_app.errors import (
 )
 from examples.reference_app.fulfil import from_delivery, from_proof, grant
 from examples.reference_app.players import Player
-from examples.reference_app.store import Grant
+from examples.reference_app.store import DELIVERY_KEY_PREFIX, Grant
 from svc.backend import STATUS_UNPROVEN, Delivery, TrustedCharge
 from svc.proofs import ProofError, proof_grantable, verify_payment_proof
 
@@ -44,8 +44,11 @@ async def payment_submitted(request: Request) -> JSONResponse:
 
 async def reconcile(request: Request) -> JSONResponse:
     """Idempotent: the existing grant of a handled ``deliveryId`` or ``idempotencyKey``;
-    otherwise the delivery is looked up and granted once. A key alone that nothing granted
-    yet answers ``status: unknown`` (the service has no lookup by key)."""
+    otherwise the delivery is looked up (by id, else by key) and granted once. A key under
+    which the service holds no delivery answers ``status: not_charged``: the only answer
+    that lets the page say nothing was charged. A delivery not ready yet is
+    ``delivery_not_ready`` (409); a service that cannot be asked, 502/503: either way the
+    page keeps the purchase."""
     context = context_of(request)
     player = player_of(request)
     body = await read_json(request)
@@ -59,9 +62,15 @@ async def reconcile(request: Request) -> JSONResponse:
         delivery_id=delivery_id, idempotency_key=key))
     if existing is not None:
         return JSONResponse(_already(existing, player))
-    if delivery_id is None:
-        return JSONResponse({"status": "unknown", "granted": False, "grant": None})
-    return JSONResponse(await grant_delivery(context, delivery_id, "reconcile"))
+    if delivery_id is not None:
+        return JSONResponse(await grant_delivery(context, delivery_id, "reconcile"))
+    assert key is not None
+    delivery = await look_up_key(context, key)
+    if delivery is None:
+        return JSONResponse({"status": "not_charged", "granted": False, "grant": None})
+    if delivery.developer_user_id != player.user_id:  # as for _already: not theirs to see
+        raise AppError("not_found", 404, "No grant of yours with this id or key.")
+    return JSONResponse(await grant(context, from_delivery(context, delivery, "reconcile")))
 
 
 def _already(existing: Grant, player: Player) -> dict[str, Any]:
@@ -76,6 +85,17 @@ async def look_up(context: AppContext, delivery_id: str) -> Delivery:
     """The delivery as the service has it now, with the app's key (the reconcile helper)."""
     try:
         return await context.backend().reconcile_delivery(delivery_id)
+    except BACKEND_FAILURES as exc:
+        raise from_backend(exc) from None
+
+
+async def look_up_key(context: AppContext, key: str) -> Delivery | None:
+    """The delivery paid under ``key`` (as the app sent it, or in the delivery's
+    ``svc:`` form), or ``None`` when the service says none has it: nothing was charged."""
+    sent = key.removeprefix(DELIVERY_KEY_PREFIX)  # our keys are ref:…, never svc:…
+    try:
+        return await context.backend().get_delivery_by_key(
+            sent, app=context.settings.app_id)
     except BACKEND_FAILURES as exc:
         raise from_backend(exc) from None
 

@@ -31,6 +31,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 
 metadata = MetaData()
+# The service's prefix on a delivery's idempotency key: ``svc:`` + the key the app sent.
+DELIVERY_KEY_PREFIX = "svc:"
 
 grants = Table(
     "refapp_grants", metadata,
@@ -129,7 +131,7 @@ class FulfilmentStore:
             conditions.append(grants.c.delivery_id == delivery_id)
         if idempotency_key:
             conditions.append(grants.c.idempotency_key.in_(
-                [idempotency_key, f"svc:{idempotency_key}"]))
+                [idempotency_key, DELIVERY_KEY_PREFIX + idempotency_key]))
         if not conditions:
             return None
         with self.engine.connect() as conn:

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from payments.developer.keys import key_for_secret, require_key_scope
 from payments.developer.models import ApiKey
 from payments.errors import ApiError
+from payments.ledger.lookups import app_named
 from payments.models import App
 
 _TOUCH_EVERY = timedelta(minutes=1)
@@ -44,3 +45,15 @@ def require_app_access(key: ApiKey, app: App | None, what: str) -> App:
     if app is None or not key_may_use(key, app):
         raise ApiError("not_found", 404, f"No such {what} for this API key.")
     return app
+
+
+def app_for_key(session: Session, key: ApiKey, ref: str | None) -> App:
+    """The app a lookup names (``ref``, an id or slug), else the key's own app. An
+    organization key sees several apps, so it must name one: searching them all would make
+    the answer depend on what the other apps hold."""
+    if ref is None:
+        if key.app_id is None:
+            raise ApiError("missing_field", 422, "This organization key sees several apps: "
+                           "name one with 'app' (its id or slug).", field="app")
+        return require_app_access(key, session.get(App, key.app_id), "app")
+    return require_app_access(key, app_named(session, ref), "app")

@@ -651,6 +651,36 @@ def ledger_paths() -> dict[str, Any]:
                        ok="200", ok_schema="OrderLookup", scope="orders:read",
                        errors=[*KEY_ERRORS, "not_found"]),
         },
+        "/api/deliveries": {
+            "get": _op("findDeliveryByKey", "Find a delivery by its idempotency key (backend).",
+                       "Ours, beyond spec 4.3's lookups: the delivery made under the "
+                       "`idempotencyKey` the developer sent to the product route or "
+                       "`/api/charges` (the delivery carries it as "
+                       f"`{DELIVERY_KEY_PREFIX}` + key; send the key without it: that "
+                       "form of a charged key is refused, `invalid_idempotency_key`). For a "
+                       "backend whose answer was lost and whose webhook is late: it has "
+                       "only the key, and must know whether it was charged before telling "
+                       "a user to buy again. A charge and its delivery are written in one "
+                       "transaction, so `not_found` means nothing has been charged under "
+                       "the key in that app; its envelope echoes `idempotencyKey`, which "
+                       "tells it apart from a 404 of a server without this route. An app "
+                       "key searches its own app (`app` may name it); an organization key "
+                       "must name the app (`missing_field` otherwise). Another app, or one "
+                       "the key cannot see, is `not_found` like an unknown key. On the "
+                       "console host the same path answers a developer signed in to the "
+                       "console for the apps of their organization, `app` required.",
+                       ok="200", ok_schema="DeliveryLookup", scope="deliveries:read",
+                       parameters=[
+                           {"name": "idempotencyKey", "in": "query", "required": True,
+                            "schema": _str(MAX_KEY_LENGTH, minLength=1),
+                            "description": "the key as the developer sent it"},
+                           {"name": "app", "in": "query", "required": False,
+                            "schema": _str(64, minLength=1),
+                            "description": "the app's id (`zapp_…`) or slug; required "
+                                           "for organization keys and console sessions"}],
+                       errors=[*KEY_ERRORS, "invalid_idempotency_key", "missing_field",
+                               "invalid_field", "not_found", "developer_session_required"]),
+        },
         "/api/deliveries/{delivery_id}": {
             "parameters": [_path("delivery_id", "`ztdlv_…`")],
             "get": _op("getDelivery", "Trusted delivery lookup (backend).",

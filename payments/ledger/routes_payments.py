@@ -26,8 +26,19 @@ from payments.ledger.charges import ChargeIntent, Recorded, record_charge
 from payments.ledger.config import LedgerConfig
 from payments.ledger.cors import Cors, preflight_route
 from payments.ledger.handoffs import Handoff, encode_handoff, merchant_user_hash
-from payments.ledger.keyauth import authorized_key, presented_key, require_app_access
-from payments.ledger.lookups import lookup_delivery, lookup_receipt, nameable
+from payments.ledger.keyauth import (
+    app_for_key,
+    authorized_key,
+    presented_key,
+    require_app_access,
+)
+from payments.ledger.lookups import (
+    ByKey,
+    lookup_delivery,
+    lookup_delivery_by_key,
+    lookup_receipt,
+    nameable,
+)
 from payments.ledger.models import (
     AccountConnection,
     Authorization,
@@ -87,6 +98,7 @@ class PaymentRoutes:
             Route("/api/pay/{app}/{product}", preflight_route(self.cors), methods=["OPTIONS"]),
             Route("/api/orders", self.create_order, methods=["POST"]),
             Route("/api/orders/{order_id}", self.get_order, methods=["GET"]),
+            Route("/api/deliveries", self.find_delivery, methods=["GET"]),
             Route("/api/deliveries/{delivery_id}", self.get_delivery, methods=["GET"]),
             Route("/api/receipts/{charge_id}", self.get_receipt, methods=["GET"]),
             Route("/api/account-handoffs", self.handoff, methods=["POST"]),
@@ -288,6 +300,19 @@ class PaymentRoutes:
             api_key = authorized_key(session, secret, "deliveries:read", now)
             return lookup_delivery(session, delivery_id, self.c.params,
                                    partial(require_app_access, api_key))
+        return JSONResponse(await self.s.run(work))
+
+    async def find_delivery(self, request: Request) -> Response:
+        """By the developer's idempotency key (ours, beyond spec 4.3: docs/decisions.md)."""
+        secret = presented_key(request)
+        query = request.query_params
+        now = self.s.clock()
+
+        def work(session: Session) -> dict[str, Any]:
+            api_key = authorized_key(session, secret, "deliveries:read", now)
+            asked = ByKey.from_query(query)
+            return lookup_delivery_by_key(session, app_for_key(session, api_key, asked.app),
+                                          asked.key, self.c.params)
         return JSONResponse(await self.s.run(work))
 
     async def get_receipt(self, request: Request) -> Response:

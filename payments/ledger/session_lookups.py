@@ -19,7 +19,14 @@ from payments.chain.params import ChainParams
 from payments.developer.auth import Principal, authenticate, credentials
 from payments.developer.services import DeveloperServices
 from payments.errors import ApiError
-from payments.ledger.lookups import Allow, lookup_delivery, lookup_receipt
+from payments.ledger.lookups import (
+    Allow,
+    ByKey,
+    app_named,
+    lookup_delivery,
+    lookup_delivery_by_key,
+    lookup_receipt,
+)
 from payments.models import App
 
 
@@ -37,7 +44,8 @@ class SessionLookups:
         self.params = params
 
     def routes(self) -> list[Route]:
-        return [Route("/api/deliveries/{delivery_id}", self.get_delivery, methods=["GET"]),
+        return [Route("/api/deliveries", self.find_delivery, methods=["GET"]),
+                Route("/api/deliveries/{delivery_id}", self.get_delivery, methods=["GET"]),
                 Route("/api/receipts/{charge_id}", self.get_receipt, methods=["GET"])]
 
     async def _signed_in(self, request: Request,
@@ -58,6 +66,18 @@ class SessionLookups:
         delivery_id = request.path_params["delivery_id"]
         return await self._signed_in(request, lambda session, allow: lookup_delivery(
             session, delivery_id, self.params, allow))
+
+    async def find_delivery(self, request: Request) -> Response:
+        query = request.query_params
+
+        def lookup(session: Session, allow: Allow) -> dict[str, Any]:
+            asked = ByKey.from_query(query)
+            if asked.app is None:  # a developer may belong to several organizations
+                raise ApiError("missing_field", 422, "Name the app with 'app' (its id or "
+                               "slug).", field="app")
+            app = allow(app_named(session, asked.app), "app")
+            return lookup_delivery_by_key(session, app, asked.key, self.params)
+        return await self._signed_in(request, lookup)
 
     async def get_receipt(self, request: Request) -> Response:
         charge_id = request.path_params["charge_id"]

@@ -366,6 +366,7 @@ def test_a_grant_is_not_an_api_key(world: World) -> None:
                                          "idempotencyKey": key}),
                 ("GET", "/api/orders/zord_x", None),
                 ("GET", "/api/deliveries/ztdlv_x", None),
+                ("GET", "/api/deliveries?idempotencyKey=k&app=game", None),
                 ("GET", "/api/receipts/0x" + "0" * 64, None),
                 ("POST", "/api/account-handoffs", {
                     "appSlug": "game", "merchantUserId": "u",

@@ -55,6 +55,7 @@ def paid(world: PayWorld) -> dict[str, str]:
 def lookups(ids: dict[str, str]) -> dict[str, str]:
     """Path -> the scope it needs."""
     return {f"/api/deliveries/{ids['delivery']}": "deliveries:read",
+            "/api/deliveries?idempotencyKey=k:1&app=game": "deliveries:read",
             f"/api/receipts/{ids['charge']}": "receipts:read",
             f"/api/orders/{ids['order']}": "orders:read"}
 

@@ -125,7 +125,7 @@ def test_webhook_before_the_callback_and_reconcile_by_id_or_key(ref: RefWorld) -
                 {"deliveryId": paid["deliveryId"]})
     assert (nosy.status_code, nosy.json()["code"]) == (404, "not_found")  # not theirs
     unknown = call(ref, token, "/api/svc/reconcile", {"idempotencyKey": "ref:x:never"})
-    assert unknown.json() == {"status": "unknown", "granted": False, "grant": None}
+    assert unknown.json() == {"status": "not_charged", "granted": False, "grant": None}
     inventory = httpx.get(f"{ref.origin}/api/inventory",
                           headers={"authorization": f"Bearer {token}"}).json()
     assert inventory == {"developerUserId": PLAYER_ID, "items": [
@@ -134,6 +134,70 @@ def test_webhook_before_the_callback_and_reconcile_by_id_or_key(ref: RefWorld) -
     other = ref.log_in("Somebody Else")
     assert httpx.get(f"{ref.origin}/api/inventory", headers={
         "authorization": f"Bearer {other}"}).json()["items"] == []
+
+
+def test_reconcile_by_key_finds_a_charge_the_webhook_has_not_reported(ref: RefWorld) -> None:
+    """The answer was lost and the webhook is late: the key alone finds the delivery on the
+    service (the lookup by key) and grants it once; ``not_charged`` only for a key the
+    service holds no delivery under."""
+    disable_webhook(ref)
+    token = ref.log_in()
+    paid = payer(ref, 14).pay("unlock-level", "ref:unlock-level:lost")
+    assert ref.grants() == []
+    found = call(ref, token, "/api/svc/reconcile", {"idempotencyKey": "ref:unlock-level:lost"})
+    assert found.status_code == 200, found.text
+    assert found.json()["granted"] is True and found.json()["grant"]["source"] == "reconcile"
+    assert found.json()["grant"]["deliveryId"] == paid["deliveryId"]
+    again = call(ref, token, "/api/svc/reconcile",
+                 {"idempotencyKey": "svc:ref:unlock-level:lost"})  # the delivery's form
+    assert again.json()["granted"] is False
+    # the webhook, let through late, grants nothing more: one grant per delivery and key
+    disable_webhook(ref, enabled=True)
+    event_id = next(iter(attempts(ref.sessions)))
+    with ref.developer() as developer:
+        developer.post(f"/api/developer/apps/game/webhook-attempts/{event_id}/retry"
+                       ).raise_for_status()
+    wait_for_value(lambda: [a for a in attempts(ref.sessions).values()
+                            if a.response_status == 200], "the late webhook")
+    assert [(g.delivery_id, g.source) for g in ref.grants()] == [
+        (paid["deliveryId"], "reconcile")]  # once
+    disable_webhook(ref)
+    # settled_first: paid, not to be granted yet; the page keeps it with its delivery id
+    scarce = payer(ref, 15).pay("relic", "ref:relic:lost")
+    early = call(ref, token, "/api/svc/reconcile", {"idempotencyKey": "ref:relic:lost"})
+    assert (early.status_code, early.json()["code"]) == (409, "delivery_not_ready")
+    assert early.json()["deliveryId"] == scarce["deliveryId"] and early.json()["retryable"]
+    # another player's key: not theirs to see, and nothing granted to the asker
+    payer(ref, 16).pay("retry", "ref:retry:theirs", user="somebody-else")
+    nosy = call(ref, token, "/api/svc/reconcile", {"idempotencyKey": "ref:retry:theirs"})
+    assert (nosy.status_code, nosy.json()["code"]) == (404, "not_found")
+    never = call(ref, token, "/api/svc/reconcile", {"idempotencyKey": "ref:retry:never"})
+    assert never.json() == {"status": "not_charged", "granted": False, "grant": None}
+    assert [g.delivery_id for g in ref.grants()] == [paid["deliveryId"]]
+
+
+@pytest.mark.parametrize("fault", ["dropped", "route_missing"])
+def test_reconcile_by_key_that_cannot_ask_never_says_not_charged(
+        start_router: RouterFactory, sessions: sessionmaker[Session], tmp_path: Path,
+        fault: str) -> None:
+    """No answer from the service, or the bare 404 of a service without the lookup by key:
+    an error the page keeps the purchase on, never ``not_charged``."""
+    def lose(n: int, request: bytes, response: bytes) -> bytes | None:
+        if fault == "dropped":
+            return None
+        return with_body(response.replace(b" 200 OK", b" 404 Not Found", 1), json.dumps(
+            {"code": "not_found", "message": "Not Found"}).encode())
+
+    with reference_world(start_router, sessions, sqlite_store(tmp_path),
+                         api_proxy=lose) as world:
+        disable_webhook(world)
+        payer(world, 17).pay("retry", "ref:retry:asked")
+        token = world.log_in()
+        answer = call(world, token, "/api/svc/reconcile", {"idempotencyKey": "ref:retry:asked"})
+        assert answer.status_code in (404, 503), answer.text
+        assert answer.json()["code"] == ("service_unreachable" if fault == "dropped"
+                                         else "not_found")
+        assert answer.json().get("status") is None and world.grants() == []
 
 
 def test_app_killed_between_charge_and_grant_then_reconcile_grants_once(

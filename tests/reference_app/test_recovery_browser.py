@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, Route
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.ledger.models import Charge
+from payments.db import transaction, utcnow
+from payments.ledger.models import AuthCode, Charge, CodeKind
 from tests.portal.wallet_world import assert_clean, new_wallet, wait_for
 from tests.reference_app.browser_kit import (
     MODAL,
@@ -39,7 +41,8 @@ from tests.support.browser import BrowserSession
 from tests.support.router import RouterFactory
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-ENDED = ("success", "failed", "stale", "stable", "retry", "renew", "cancelled")
+ENDED = ("success", "failed", "stale", "stable", "retry", "renew", "cancelled", "waiting",
+         "checking")
 
 
 @pytest.fixture
@@ -145,9 +148,11 @@ def test_network_failure_on_the_product_route_keeps_it_and_a_reload_finishes(
 def test_a_lost_answer_of_the_product_route_is_found_again_on_reload(
         world: RefWorld, chrome: BrowserSession) -> None:
     """The request reaches the service, which charges; its answer never reaches the page.
-    The webhook is late (held back), so only the page can finish: on reload it retries
-    under the same key with a fresh payment code, gets the stored answer, and the grant
-    follows from its delivery: paid once, granted once."""
+    The webhook is late (held back), so only the page can finish. Here the reload's
+    reconcile looked before the charge was committed (as if the request were still
+    running), so the page retries the payment under the same key with a fresh payment code,
+    gets the stored answer, and the grant follows from its delivery: paid once, granted
+    once. (Without that race the reconcile finds the charge by key: the next test.)"""
     page = chrome.new_page()
     first_purchase(page, world)
     disable_webhook(world)
@@ -165,6 +170,7 @@ def test_a_lost_answer_of_the_product_route_is_found_again_on_reload(
     assert charged(world) == [10_000, 30_000]  # it was charged
     assert len(world.grants()) == 1  # but not granted yet
     page.unroute(payments, lose)
+    page.route("**/api/svc/reconcile", not_charged_yet)
     reload(page)
     text = outcome(page, *ENDED)
     assert page.evaluate("document.body.dataset.outcome") == "success", text
@@ -173,13 +179,77 @@ def test_a_lost_answer_of_the_product_route_is_found_again_on_reload(
     assert charged(world) == [10_000, 30_000]  # not again
     grants = world.grants()
     assert len(grants) == 2 and grants[1].idempotency_key == "svc:" + kept["idempotencyKey"]
+    assert grants[1].source == "lookup"  # from the replayed answer's delivery id
+
+
+def not_charged_yet(route: Route) -> None:
+    """The reconcile's answer when it looked before a charge under the key was committed."""
+    route.fulfill(status=200, content_type="application/json", body=json.dumps(
+        {"status": "not_charged", "granted": False, "grant": None}))
+
+
+def test_a_lost_answer_and_a_lapsed_summary_are_found_by_key_on_reload(
+        world: RefWorld, chrome: BrowserSession) -> None:
+    """The product route charges, its answer is lost, the webhook is late, and by the
+    reload the summary code has lapsed (over its lifetime): the page can no longer retry
+    the payment. It must not say "Nothing was charged; buy again": the reconcile asks the
+    service by key, finds the delivery and grants it, once; nothing is charged again.
+    While the service cannot be asked, the purchase is kept and said to be checked."""
+    page = chrome.new_page()
+    first_purchase(page, world)
+    disable_webhook(world)
+    payments = world.router.settings.base_url + "/api/pay/**"
+
+    def lose(route: Route) -> None:
+        route.fetch()  # the service charges...
+        route.abort("connectionreset")  # ...and the page never hears it
+    page.route(payments, lose)
+    buy(page, "unlock-level")  # ready, and no trusted charge for it: the product route
+    assert outcome(page, *ENDED) and page.evaluate("document.body.dataset.outcome") == \
+        "retry", page.locator("#outcome").inner_text()
+    kept = pending(page)
+    assert kept is not None and kept["productSlug"] == "unlock-level"
+    assert charged(world) == [10_000, 30_000]  # it was charged, and nothing granted it yet
+    page.unroute(payments, lose)
+    lapse_summary_codes(world)
+
+    # The app's server cannot reach the service for its lookup (as it answers then).
+    def unreachable(route: Route) -> None:
+        route.fulfill(status=503, content_type="application/json", body=json.dumps({
+            "code": "service_unreachable", "retryable": True,
+            "message": "The payment service could not be reached; try again."}))
+    page.route("**/api/svc/reconcile", unreachable)
+    reload(page)
+    text = outcome(page, *ENDED)
+    assert page.evaluate("document.body.dataset.outcome") == "checking", text
+    assert "Nothing was charged" not in text and "Not paid" not in text
+    assert pending(page) == kept  # kept, to be checked again
+    page.unroute("**/api/svc/reconcile", unreachable)
+
+    reload(page)
+    text = outcome(page, *ENDED)
+    assert page.evaluate("document.body.dataset.outcome") == "success", text
+    assert pending(page) is None
+    wait_for(page, lambda: inventory(page) == {"retry": 1, "unlock-level": 1})
+    assert charged(world) == [10_000, 30_000]  # not again
+    grants = world.grants()
+    assert [g.idempotency_key for g in grants][1:] == ["svc:" + kept["idempotencyKey"]]
+    assert grants[1].source == "reconcile"  # found by key: the webhook is still held back
+
+
+def lapse_summary_codes(world: RefWorld) -> None:
+    """Every summary code past its lifetime, as if the reload came after it."""
+    with transaction(world.sessions) as session:
+        session.execute(update(AuthCode).where(AuthCode.kind == CodeKind.SUMMARY).values(
+            expires_at=utcnow() - timedelta(seconds=1)))
 
 
 def test_a_key_the_service_already_charged_keeps_the_purchase(
         world: RefWorld, chrome: BrowserSession) -> None:
     """IDEMPOTENCY_KEY_REUSED on the page's own key means the service holds a charge under
-    it (here: the key was paid for another product, the webhook held back): never "Not
-    paid", never a new key; the purchase waits for its grant and a reconcile finishes."""
+    it (here: the key was paid for another product, the webhook held back, and the charge
+    landed after the reconcile looked): never "Not paid", never a new key; the purchase
+    waits, and the next load's reconcile finds the charge by key and grants it."""
     page = chrome.new_page()
     first_purchase(page, world)
     disable_webhook(world)
@@ -198,25 +268,25 @@ def test_a_key_the_service_already_charged_keeps_the_purchase(
             "authorizationCode": code["authorizationCode"],
             "idempotencyKey": saved["idempotencyKey"], "developerUserId": PLAYER_ID})
     assert paid.status_code == 201, paid.text
+
+    # The reconcile looked before that charge landed (a race no lookup rules out).
+    page.route("**/api/svc/reconcile", not_charged_yet)
     reload(page)
-    text = outcome(page, *ENDED, "waiting")
+    text = outcome(page, *ENDED)
     assert page.evaluate("document.body.dataset.outcome") == "waiting", text
     assert "IDEMPOTENCY_KEY_REUSED" in text and "Not paid" not in text
     kept = pending(page)
     assert kept is not None and kept["idempotencyKey"] == saved["idempotencyKey"]  # kept
     assert charged(world) == [10_000, 10_000]  # the refusal charged nothing
-    # Support recovery grants the delivery (as a webhook retry would); the next load's
-    # reconcile by key finds the grant and clears the purchase.
-    token = json.loads(page.evaluate("localStorage.getItem('refapp:session:game')"))["token"]
-    with world.app_client(token) as client:
-        synced = client.post("/api/inventory/sync",
-                             json={"deliveryIds": [paid.json()["deliveryId"]]})
-    assert synced.status_code == 200, synced.text
+    page.unroute("**/api/svc/reconcile", not_charged_yet)
     reload(page)
-    assert outcome(page, *ENDED, "waiting") and page.evaluate(
+    assert outcome(page, *ENDED) and page.evaluate(
         "document.body.dataset.outcome") == "success", page.locator("#outcome").inner_text()
     assert pending(page) is None
     assert charged(world) == [10_000, 10_000]
+    grants = world.grants()
+    assert grants[-1].delivery_id == paid.json()["deliveryId"]
+    assert grants[-1].source == "reconcile"
 
 
 def charged(world: RefWorld) -> list[int]:
@@ -257,8 +327,9 @@ def test_a_lapsed_summary_or_no_way_to_finish_clears_it(
     page.evaluate("sessionStorage.setItem('svc:auth-summary:game', 'sum_' + '0'.repeat(48))")
     set_pending(page, productSlug="retry")
     reload(page)
-    assert outcome(page, *ENDED) == page.locator("#outcome").inner_text()
-    assert page.evaluate("document.body.dataset.outcome") == "stale"
+    text = outcome(page, *ENDED)
+    assert page.evaluate("document.body.dataset.outcome") == "stale", text
+    assert "Nothing was charged" in text  # the service said so: no delivery under the key
     assert pending(page) is None
     assert len(world.grants()) == 1
 

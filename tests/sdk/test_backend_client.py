@@ -72,6 +72,54 @@ def test_delivery_and_receipt_after_a_product_route_payment(world: SdkWorld,
         assert receipt.raw["receipt"]["chargeId"] == paid["chargeId"]
 
 
+def test_a_delivery_is_found_by_the_key_it_was_paid_under(world: SdkWorld,
+                                                          backend: Connect) -> None:
+    """``get_delivery_by_key``: the delivery of a product-route payment or a trusted charge
+    from the key alone; ``None`` only when the service says no delivery has the key."""
+    paid = world.paid_delivery(wallet(1), "game:retry:k1")
+    connection_id = bound_connection(world, backend, "user-1")
+    with backend() as client:
+        found = client.get_delivery_by_key("game:retry:k1")
+        assert found is not None and found == client.get_delivery(paid["deliveryId"])
+        assert found.idempotency_key == "svc:game:retry:k1" and found.grantable
+        for app in (world.app.slug, world.app.id):
+            assert client.get_delivery_by_key("game:retry:k1", app=app) == found
+        charge = client.create_trusted_charge(
+            product_id=world.products["relic"].id, account_connection_id=connection_id,
+            developer_user_id="user-1", idempotency_key="game:relic:k2")
+        relic = client.get_delivery_by_key("game:relic:k2")
+        assert relic is not None and relic.id == charge.delivery.id
+        assert not relic.grantable  # settled_first: paid, granted once settled
+        assert client.get_delivery_by_key("game:retry:never") is None  # nothing charged
+        # Every other refusal raises: it says nothing about the key.
+        with pytest.raises(BackendError) as unseen:
+            client.get_delivery_by_key("game:retry:k1", app="no-such-app")
+        assert (unseen.value.status, unseen.value.code) == (404, "not_found")
+        with pytest.raises(BackendError) as delivery_form:
+            client.get_delivery_by_key("svc:game:retry:k1")
+        assert (delivery_form.value.status, delivery_form.value.code) == (
+            422, "invalid_idempotency_key")
+        with pytest.raises(ValueError, match="the key the purchase was sent with"):
+            client.get_delivery_by_key(" ")
+    org_key = _org_key(world)
+    with backend(key=org_key) as client:
+        with pytest.raises(BackendError) as unnamed:
+            client.get_delivery_by_key("game:retry:k1")
+        assert (unnamed.value.status, unnamed.value.body["field"]) == (422, "app")
+        assert client.get_delivery_by_key("game:retry:k1", app=world.app.slug) == found
+
+
+def test_a_server_without_the_lookup_by_key_is_not_read_as_nothing_charged(
+        world: SdkWorld, backend: Connect) -> None:
+    """A 404 ``not_found`` that is not the lookup's own (an older service, a wrong URL)
+    raises: read as ``None`` it would tell a paying user to buy again."""
+    world.paid_delivery(wallet(1), "game:retry:k1")
+    with backend(url=world.router.url + "/v0") as client, \
+            pytest.raises(BackendError) as missing:
+        client.get_delivery_by_key("game:retry:k1")
+    assert (missing.value.status, missing.value.code) == (404, "not_found")
+
+
 def test_handoff_needs_a_connection_then_is_ready(world: SdkWorld, backend: Connect) -> None:
     request: dict[str, Any] = {
         "app_slug": world.app.slug, "merchant_user_id": "merchant-9",
@@ -203,6 +251,15 @@ def _key(world: SdkWorld, scopes: list[str]) -> str:
         assert world.app.organization_id is not None
         secret: str = create_key(session, organization_id=world.app.organization_id,
                                  app_id=world.app.id, label="narrow", scopes=scopes,
+                                 environment="test", created_by=None, now=utcnow()).secret
+    return secret
+
+
+def _org_key(world: SdkWorld) -> str:
+    with transaction(world.sessions) as session:
+        assert world.app.organization_id is not None
+        secret: str = create_key(session, organization_id=world.app.organization_id,
+                                 app_id=None, label="org", scopes=["deliveries:read"],
                                  environment="test", created_by=None, now=utcnow()).secret
     return secret
 

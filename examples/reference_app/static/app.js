@@ -14,6 +14,12 @@
  *   refreshed; keep it when the budget needs renewing, the failure is retryable, or the
  *   service already holds a charge under its key or order (PAID below).
  *
+ * Before all of that the server reconciles by key: it asks the service for a delivery paid
+ * under the purchase's idempotency key, so a charge whose answer was lost is granted even
+ * when the webhook is late and the summary code lapsed. "Nothing was charged" is said only
+ * after the service answered that no delivery has the key; when it cannot be asked, the
+ * purchase is kept and checked again on the next load.
+ *
  * No inline script, no HTML from strings, no secret: the session is a signed token the
  * server issued, sent as a bearer header (the router strips cookies on runtime hosts). */
 (function () {
@@ -121,9 +127,11 @@
   }
 
   /* (5): success, stable errors and stale state clear; renewable and retryable keep (and a
-   * paid purchase waiting for settlement, which the next reconcile finishes). */
+   * paid purchase waiting for settlement, which the next reconcile finishes, and one whose
+   * charge could not be checked yet). */
   function settle(pending, outcome, text) {
-    if (outcome === "renew" || outcome === "retry" || outcome === "waiting") {
+    if (outcome === "renew" || outcome === "retry" || outcome === "waiting" ||
+        outcome === "checking") {
       savePending(pending);
     } else {
       clearPending();
@@ -179,29 +187,32 @@
       return settle(pending, "stale", "A pending purchase of another player was dropped.");
     }
     say("Finishing the purchase of " + title + "...", "working");
-    // Granted already (the webhook came first, or the tab closed after paying)?
+    // Charged already? Granted (the webhook came first, the tab closed after paying), or
+    // found by key on the service and granted now (the answer was lost, the webhook late).
     return api("/api/svc/reconcile", {idempotencyKey: pending.idempotencyKey,
                                       deliveryId: pending.deliveryId || undefined})
       .then(function (known) {
         if (known.status === "granted") {
           return settle(pending, "success", "Purchased " + title + ". It is in your inventory.");
         }
+        // Only the service's "no delivery under this key" lets the page say "not charged".
+        var uncharged = known.status === "not_charged";
         return readSummary(pending).then(function (summary) {
           if (summary === false) {
-            return settle(pending, "stale", "The portal return could not be read again (the " +
-                          "code lapsed). Nothing was charged for it; buy again.");
+            return drop(pending, uncharged, "The portal return could not be read again (the " +
+                        "code lapsed). Nothing was charged for it; buy again.");
           }
           var handoff = freshHandoff ? Promise.resolve(freshHandoff)
                                      : api("/api/svc/account-handoff", {});
           return handoff.then(function (current) {
-            return charge(pending, summary, current, interactive);
+            return charge(pending, summary, current, interactive, uncharged);
           }, function (error) {
             if (classify(error) === "retry") { throw error; }
-            return settle(pending, "stale", "The payment account could not be refreshed (" +
-                          error.code + "); buy again.");
+            return drop(pending, uncharged, "The payment account could not be refreshed (" +
+                        error.code + "). Nothing was charged for it; buy again.");
           });
         });
-      })
+      }, function (error) { return unchecked(pending, error); })
       .catch(function (error) {
         if (PAID.indexOf(error.code) >= 0) {
           return settle(pending, "waiting", "This purchase of " + title + " was already " +
@@ -222,6 +233,30 @@
       });
   }
 
+  /* The reconcile could not say whether this purchase was charged: never "Not paid". A
+   * delivery that waits for settlement is paid; anything else (the service or the store
+   * unreachable, the key not allowed to look) leaves the question open. */
+  function unchecked(pending, error) {
+    var title = nameOf(pending.productSlug);
+    if (error.code === "delivery_not_ready") {
+      if (error.body.deliveryId) { pending.deliveryId = error.body.deliveryId; }
+      return settle(pending, "waiting", "Paid for " + title + ". It is granted when the " +
+                    "payment settles on chain.");
+    }
+    return settle(pending, "checking", "Checking whether the purchase of " + title + " was " +
+                  "charged (" + error.code + "). It is kept and checked again when you come " +
+                  "back; do not buy it again meanwhile.");
+  }
+
+  /* Give up on a purchase that cannot be finished: cleared only when the service said
+   * nothing was charged under its key, else kept to be checked again. */
+  function drop(pending, uncharged, text) {
+    if (!uncharged) {
+      return unchecked(pending, {code: "not_confirmed", body: {}});
+    }
+    return settle(pending, "stale", text);
+  }
+
   /* (2) The summary of the code this tab holds: null without one, false if it lapsed. */
   function readSummary(pending) {
     var code = wallet.code();
@@ -240,7 +275,7 @@
   }
 
   /* (4) Trusted charge on the expected connection, else the product route. */
-  function charge(pending, summary, handoff, interactive) {
+  function charge(pending, summary, handoff, interactive, uncharged) {
     var title = nameOf(pending.productSlug);
     var connection = handoff.connection ? handoff.connection.id : null;
     var expected = [summary && summary.accountConnectionId, pending.connectionId]
@@ -266,8 +301,8 @@
       if (done) { return done; }
       if (!summary) {
         if (interactive) { return openPortal(handoff); }
-        return settle(pending, "stale", "No portal return to finish this purchase with. " +
-                      "Nothing was charged for it; buy again.");
+        return drop(pending, uncharged, "No portal return to finish this purchase with. " +
+                    "Nothing was charged for it; buy again.");
       }
       return payThroughRoute(pending, summary);
     });
