@@ -110,7 +110,7 @@ def _in_flag_terms(message: str, args: argparse.Namespace, amount: int | None) -
     if args.amount is None:
         return message.replace(AMOUNT_FIELD, "--amount USD (or --amount-atomic N)")
     named = message.replace(AMOUNT_FIELD, "--amount")
-    if any(c.isdigit() for c in message):
+    if any(c in "0123456789" for c in message):  # the service quotes figures
         named = f"{named.rstrip('.')} (atomic units; --amount {args.amount} is {amount})."
     return named
 
