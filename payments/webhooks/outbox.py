@@ -8,12 +8,15 @@ PostgreSQL concurrent dispatchers skip each other's rows; SQLite takes its write
 mid-send never records an outcome, its rows become due again when the lease passes, and
 another dispatcher sends them (at least once). The token makes the outcome the holder's
 alone: a late writer whose lease was taken over changes nothing.
+
+Recording an outcome also does, in the same transaction, what follows from it: a 2xx to a
+delivery's fulfilment event marks the delivery ``fulfilled``.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
@@ -23,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from payments.errors import ApiError
 from payments.ids import IdPrefix, new_id
-from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
+from payments.ledger.models import AttemptStatus, Delivery, WebhookAttempt, WebhookEvent
 from payments.models import App, serves_runtime
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint, WebhookTry
 from payments.webhooks.schedule import Next, Outcome
@@ -31,6 +34,9 @@ from payments.webhooks.signing_secrets import SecretBox, SecretUnreadable
 from payments.webhooks.wakeup import WAKE
 
 LEGACY_TYPE = "delivery.created"
+# The events a receiver answers 2xx to only after fulfilling (spec 3.7, 6 receiver rule 2):
+# the fulfilment event and its legacy twin. payment.settled is a settlement notice.
+FULFILMENT_TYPES = ("payment.delivered", LEGACY_TYPE)
 
 _ATTEMPTS = cast(Table, WebhookAttempt.__table__)
 _TRIES = cast(Table, WebhookTry.__table__)
@@ -44,6 +50,18 @@ _FINISH = (
             updated_at=bindparam("b_now"), claim_token=None)
 )
 _INSERT_TRY = insert(_TRIES)
+_DELIVERIES = cast(Table, Delivery.__table__)
+# Locked in id order (PostgreSQL; SQLite has one writer): two dispatchers marking the same
+# deliveries cannot deadlock. Core, built once: it runs after most successful requests.
+_FULFIL = (
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id.in_(
+        select(_DELIVERIES.c.id)
+        .where(_DELIVERIES.c.id.in_(bindparam("b_ids", expanding=True)),
+               _DELIVERIES.c.fulfilled.is_(False))
+        .order_by(_DELIVERIES.c.id).with_for_update().scalar_subquery()))
+    .values(fulfilled=True)
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +75,7 @@ class Job:
     event_id: str
     event_type: str
     payload: dict[str, Any]
+    delivery_id: str | None  # None for test events: no delivery row stands behind them
     app_slug: str
     runtime_active: bool
     endpoint_id: str
@@ -122,7 +141,7 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
         assert endpoint is not None
         jobs.append(Job(attempt_id=attempt_id, claim_token=token, lease_until=lease_until,
                         number=count + 1, event_id=event_id, event_type=event_type,
-                        payload=payload, app_slug=slug,
+                        payload=payload, delivery_id=delivery_id, app_slug=slug,
                         runtime_active=serves_runtime(runtime_status, domain_status, origin),
                         endpoint_id=endpoint.id, url=endpoint.url,
                         secret=_open_secret(box, endpoint, cache)))
@@ -191,7 +210,8 @@ def enqueue(session: Session, app_id: str, event_type: str, payload: dict[str, A
 
 def finish(session: Session, results: Iterable[Result], now: datetime) -> int:
     """Record outcomes of claimed attempts; rows whose claim was taken over are left alone.
-    Returns how many rows were recorded."""
+    In the same transaction, deliveries whose fulfilment event got a 2xx become
+    ``fulfilled``. Returns how many rows were recorded."""
     results = list(results)
     if not results:
         return 0
@@ -208,7 +228,28 @@ def finish(session: Session, results: Iterable[Result], now: datetime) -> int:
         "number": r.job.number, "response_status": r.outcome.status, "error": r.outcome.error,
         "signed": r.signed, "duration_ms": r.duration_ms, "sent_at": r.sent_at,
     } for r in results])
-    return int(recorded or 0)
+    recorded = int(recorded or 0)
+    accepted = {r.job.attempt_id: r.job.delivery_id for r in results if r.outcome.delivered
+                and r.job.delivery_id and r.job.event_type in FULFILMENT_TYPES}
+    if accepted:
+        _mark_fulfilled(session, accepted, all_recorded=recorded == len(results))
+    return recorded
+
+
+def _mark_fulfilled(session: Session, accepted: Mapping[str, str | None], *,
+                    all_recorded: bool) -> None:
+    """``delivery.fulfilled``: the receiver answered 2xx to the delivery's fulfilment event
+    (attempt id -> delivery id), which it does only after fulfilling (spec 3.7). When some
+    outcome was not recorded (its claim was taken over), only deliveries whose attempt row
+    is ``delivered`` now."""
+    found = accepted.values() if all_recorded else session.scalars(
+        select(WebhookEvent.delivery_id)
+        .join(WebhookAttempt, WebhookAttempt.event_id == WebhookEvent.id)
+        .where(WebhookAttempt.id.in_(list(accepted)),
+               WebhookAttempt.status == AttemptStatus.DELIVERED)).all()
+    ids = {d for d in found if d}
+    if ids:
+        session.execute(_FULFIL, {"b_ids": sorted(ids)})
 
 
 def release(session: Session, jobs: Iterable[Job], now: datetime) -> None:
