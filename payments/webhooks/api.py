@@ -43,6 +43,8 @@ class WebhookApi:
             Route(f"{p}/webhooks/{{webhook}}", self.update, methods=["PATCH"]),
             Route(f"{p}/webhooks/{{webhook}}/rotate", self.rotate, methods=["POST"]),
             Route(f"{p}/webhooks/{{webhook}}/test", self.test, methods=["POST"]),
+            Route(f"{p}/webhooks/{{webhook}}/resend-skipped", self.resend_skipped,
+                  methods=["POST"]),
             Route(f"{p}/webhook-attempts", self.list_attempts, methods=["GET"]),
             Route(f"{p}/webhook-attempts/{{attempt}}", self.get_attempt, methods=["GET"]),
             Route(f"{p}/webhook-attempts/{{attempt}}/retry", self.retry, methods=["POST"]),
@@ -115,6 +117,12 @@ class WebhookApi:
         await self._limit(request, self.s.limits.test)
         return JSONResponse({"attempt": await self._as(request, lambda session, who: (
             ops.queue_test(session, who, ref, hook, self.s)))}, status_code=202)
+
+    async def resend_skipped(self, request: Request) -> Response:
+        ref, hook = request.path_params["app"], request.path_params["webhook"]
+        await self._limit(request, self.s.limits.management)
+        return JSONResponse(await self._as(request, lambda session, who: ops.resend_skipped(
+            session, who, ref, hook, self.s)), status_code=202)
 
     # Attempts
 

@@ -26,7 +26,7 @@ from payments.errors import ApiError
 from payments.http import field_str, field_str_list, required_str
 from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
 from payments.models import App
-from payments.webhooks import endpoints, outbox
+from payments.webhooks import endpoints, outbox, resend
 from payments.webhooks.models import EVENT_TYPES, WebhookEndpoint, WebhookTry
 from payments.webhooks.samples import test_event_payload
 from payments.webhooks.services import WebhookServices
@@ -101,7 +101,7 @@ async def resolve(checked: CheckedUrl, s: WebhookServices) -> None:
 # The endpoint
 
 def endpoint_answer(session: Session, endpoint: WebhookEndpoint) -> View:
-    return endpoint_view(endpoint)
+    return endpoint_view(endpoint, resend.count_skipped_while_disabled(session, endpoint))
 
 
 def app_endpoint(session: Session, who: Principal, ref: str) -> tuple[App, View | None]:
@@ -129,7 +129,8 @@ def create(session: Session, who: Principal, ref: str, url: str, events: list[st
 
 def change(session: Session, who: Principal, ref: str, hook: str, wanted: EndpointChange,
            s: WebhookServices) -> View:
-    """The endpoint as changed."""
+    """The endpoint as changed; its ``skippedWhileDisabled`` says what enabling it left
+    unsent (``resend_skipped`` sends those)."""
     app = who.app(session, ref, WRITE)
     endpoint = endpoints.endpoint_of(session, app, hook)
     checked = None if wanted.url is None else endpoints.check_url(wanted.url, app, s.checks)
@@ -177,6 +178,15 @@ def retry(session: Session, who: Principal, ref: str, attempt_ref: str,
     attempt, event = attempt_of(session, app, attempt_ref)
     outbox.retry(session, attempt, s.developer.clock())
     return attempt_view(attempt, event)
+
+
+def resend_skipped(session: Session, who: Principal, ref: str, hook: str,
+                   s: WebhookServices) -> View:
+    """Every event skipped while the endpoint was disabled, sent again one at a time in the
+    order they were created (``outbox.resend_skipped``)."""
+    endpoint = endpoints.endpoint_of(session, who.app(session, ref, WRITE), hook)
+    rows = resend.resend_skipped(session, endpoint, s.developer.clock())
+    return {"resent": len(rows), "attempts": [attempt_view(a, e) for a, e in rows]}
 
 
 def list_attempts(session: Session, who: Principal, ref: str,

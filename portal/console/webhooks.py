@@ -18,7 +18,8 @@ from payments.developer.auth import Principal
 from payments.errors import ApiError
 from payments.ledger.models import WebhookAttempt, WebhookEvent
 from payments.webhooks.models import WebhookEndpoint
-from payments.webhooks.views import attempt_view, endpoint_view
+from payments.webhooks.operations import endpoint_answer
+from payments.webhooks.views import attempt_view
 from portal.console.context import Console
 from portal.console.layout import Nav, page
 
@@ -43,7 +44,7 @@ class WebhookPage:
                 .where(WebhookEvent.app_id == app.id)
                 .order_by(WebhookEvent.created_at.desc(), WebhookEvent.id.desc())
                 .limit(RECENT)).all()
-            return (app.slug, endpoint_view(endpoint) if endpoint else None,
+            return (app.slug, endpoint_answer(session, endpoint) if endpoint else None,
                     [attempt_view(a, e) for a, e in rows])
         try:
             nav, (slug, endpoint, attempts) = await self.c.as_developer(request, work)

@@ -153,12 +153,12 @@ def test_only_the_claim_holders_recorded_2xx_fulfils(world: PayWorld) -> None:
     def finish(token: str) -> int:
         job = Job(attempt_id=row.id, claim_token=token, lease_until=now, number=1,
                   event_id=row.event_id, event_type="payment.delivered", payload={},
-                  delivery_id=delivery_id, app_slug="game",
+                  delivery_id=delivery_id, queued=False, app_slug="game",
                   runtime_active=False, endpoint_id="zwh_x", url="https://x.example/h",
                   secret=None)
         result = Result(job, Outcome(200), Next(AttemptStatus.DELIVERED, now), now, 1, True)
         with transaction(world.sessions) as session:
-            return outbox.finish(session, [result], now)
+            return outbox.finish(session, [result], now).recorded
 
     with transaction(world.sessions) as session:  # as a claim would: token and lease
         session.execute(update(WebhookAttempt).where(WebhookAttempt.id == row.id).values(
