@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 from sqlalchemy.orm import Session
 from starlette.requests import Request
@@ -65,7 +66,7 @@ class WebhookPages:
     async def to_page(self, request: Request) -> Response:
         """A form's target opened as a page (back, reload, a bookmark of the secret page):
         the webhook page, never a 405; the secret is not shown again."""
-        return RedirectResponse(f"/apps/{request.path_params['app']}/webhooks",
+        return RedirectResponse(f"/apps/{quote(request.path_params['app'], safe='')}/webhooks",
                                 status_code=303)
 
     # Creating and rotating: answered with the secret page
@@ -198,5 +199,6 @@ def _sent(form: Form) -> set[str]:
 
 
 def _back(ref: str, done: str, section: str) -> RedirectResponse:
-    return RedirectResponse(f"/apps/{ref}/webhooks?done={done}#{section}", status_code=303)
+    return RedirectResponse(f"/apps/{quote(ref, safe='')}/webhooks?done={done}#{section}",
+                            status_code=303)
 
