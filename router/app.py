@@ -283,15 +283,13 @@ def _console_host(settings: Settings, developer: DeveloperServices,
     api = DeveloperApi(developer, settings.runtime_url, accept_session=True,
                        url_policy=UrlPolicy.from_settings(settings))
     lookups = SessionLookups(developer, chain_params(settings))
-    return Starlette(routes=[*console_routes(developer, settings.runtime_url), *api.routes(),
+    hooks = webhook_services(settings, developer, chain_params(settings))
+    return Starlette(routes=[*console_routes(developer, settings.runtime_url, hooks),
+                             *api.routes(),
                              *OrganizationKeyApi(developer).routes(),
                              *RuntimeApi(runtime, accept_session=True).routes(),
-                             *WebhookApi(webhook_services(settings, developer,
-                                                          chain_params(settings)),
-                                         accept_session=True).routes(),
-                             *ConfigApi(webhook_services(settings, developer,
-                                                         chain_params(settings)),
-                                        settings.runtime_url, runtime.publish,
+                             *WebhookApi(hooks, accept_session=True).routes(),
+                             *ConfigApi(hooks, settings.runtime_url, runtime.publish,
                                         accept_session=True).routes(),
                              *lookups.routes()],
                      exception_handlers=EXCEPTION_HANDLERS)

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from manifest.url_policy import DnsResolver, UrlPolicy
 from payments.chain.params import ChainParams
 from payments.developer.services import DeveloperServices
-from payments.webhooks.api import WebhookServices
 from payments.webhooks.dispatcher import Dispatcher, DispatchPolicy
 from payments.webhooks.endpoints import UrlChecks
 from payments.webhooks.schedule import RetrySchedule
 from payments.webhooks.sender import Sender
+from payments.webhooks.services import WebhookServices
 from payments.webhooks.signing_secrets import SecretBox
 from payments.webhooks.wakeup import CommitWakeup, NotifyOnCommit
 from router.settings import Settings

@@ -177,6 +177,9 @@ def _webhook_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser
                                 help="send an event again, same id (needs webhooks:write)")
     retry.add_argument("id", metavar="EVENT_OR_ATTEMPT", help="zevt_... or zwha_...")
     retry.set_defaults(run=webhooks.retry)
+    commands.add_parser("resend-skipped", parents=[common, target],
+                        help="send the events skipped while the endpoint was disabled, oldest "
+                        "first (needs webhooks:write)").set_defaults(run=webhooks.resend_skipped)
     attempts = commands.add_parser("attempts", parents=[common, target],
                                    help="recent events and their delivery (needs apps:read)")
     attempts.add_argument("--status", choices=["pending", "delivered", "failed", "skipped"])

@@ -48,8 +48,8 @@ from payments.ids import IdPrefix
 from payments.models import App
 from payments.ratelimit import Limit
 from payments.webhooks import endpoints
-from payments.webhooks.api import WebhookServices
 from payments.webhooks.endpoints import url_error
+from payments.webhooks.services import WebhookServices
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -243,6 +243,9 @@ class WebhookAttempt(Base):
         Index("ix_webhook_attempts_due", "next_attempt_at",
               sqlite_where=text("status = 'pending'"),
               postgresql_where=text("status = 'pending'")),
+        Index("ix_webhook_attempts_queued_behind", "queued_behind",
+              sqlite_where=text("queued_behind IS NOT NULL"),
+              postgresql_where=text("queued_behind IS NOT NULL")),
     )
     id: Mapped[str] = id_column(IdPrefix.WEBHOOK_ATTEMPT)
     event_id: Mapped[str] = mapped_column(ForeignKey("webhook_events.id"), unique=True)
@@ -257,6 +260,10 @@ class WebhookAttempt(Base):
     endpoint_id: Mapped[str | None] = mapped_column(String(48), default=None)
     last_error: Mapped[str | None] = mapped_column(String(120), default=None)
     delivered_at: Mapped[datetime | None] = time_column(nullable=True)
+    # A resend of skipped events goes one at a time, oldest first: a row queued behind
+    # another is not claimed until that one's request has been answered (outbox.finish
+    # lets it go then). Holds the other row's id; null for every other row.
+    queued_behind: Mapped[str | None] = mapped_column(String(48), default=None)
 
 
 class ConnectionStatus(StrEnum):

@@ -165,30 +165,31 @@ class Dispatcher:
             while not self._results.empty():
                 batch.append(self._results.get_nowait())
             try:
-                await self._db_retrying(self._finish, batch)
+                if await self._db_retrying(self._finish, batch):
+                    self._woken.set()  # rows queued behind these are due, committed now
             finally:
                 for _ in batch:
                     self._results.task_done()
 
-    def _finish(self, session: Session, batch: list[Result]) -> None:
-        recorded = outbox.finish(session, batch, self.clock())
-        if recorded < len(batch):
+    def _finish(self, session: Session, batch: list[Result]) -> int:
+        finished = outbox.finish(session, batch, self.clock())
+        if finished.recorded < len(batch):
             log.warning("%d webhook outcome(s) not recorded: their claim was taken over",
-                        len(batch) - recorded)
+                        len(batch) - finished.recorded)
+        return finished.released
 
-    async def _db_retrying(self, work: Callable[[Session, list[Result]], None],
-                           batch: list[Result]) -> None:
+    async def _db_retrying(self, work: Callable[[Session, list[Result]], int],
+                           batch: list[Result]) -> int:
         """Outcomes are retried until the database takes them (or the claim lapses and the
         attempt is sent again: at least once either way)."""
         delay = 0.1
         while True:
             try:
-                await self._db(work, batch)
-                return
+                return await self._db(work, batch)
             except Exception:
                 log.exception("recording %d webhook outcome(s) failed; retrying", len(batch))
                 if self._stopping.is_set():
-                    return
+                    return 0
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 

@@ -32,7 +32,12 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
         "events": EVENTS, "status": {"enum": ["enabled", "disabled"]},
         "secretPreview": {"type": "string", "description": "`zwhsec_…` and the last four "
                                                           "characters; never the secret"},
-        "secretCreatedAt": STR, "createdAt": STR, "updatedAt": STR}},
+        "secretCreatedAt": STR, "createdAt": STR, "updatedAt": STR,
+        "skippedWhileDisabled": {
+            "type": "integer", "minimum": 0,
+            "description": "events of the subscribed types that came due while the endpoint "
+                           "was disabled and were skipped, not sent since; "
+                           "`POST .../resend-skipped` sends them"}}},
     "WebhookAttempt": {"type": "object", "additionalProperties": True, "properties": {
         "id": {"type": "string", "pattern": "^zwha_"},
         "eventId": {"type": "string", "pattern": "^zevt_"}, "type": STR,
@@ -46,7 +51,11 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
                                           "could not be reached or did not answer in time"},
         "signed": {"type": "boolean"}, "lastError": NULL_STR,
         "nextAttemptAt": {"type": ["string", "null"], "description": "while pending"},
-        "inFlight": {"type": "boolean"}, "endpointId": NULL_STR, "deliveredAt": NULL_STR,
+        "inFlight": {"type": "boolean"},
+        "queuedBehind": {"type": ["string", "null"],
+                         "description": "a resent skipped event: the attempt (`zwha_`) whose "
+                                        "request must be answered before this one is sent"},
+        "endpointId": NULL_STR, "deliveredAt": NULL_STR,
         "createdAt": STR, "updatedAt": STR}},
     "WebhookTry": {"type": "object", "additionalProperties": True, "properties": {
         "number": {"type": "integer"}, "responseStatus": {"type": ["integer", "null"]},
@@ -108,7 +117,9 @@ def webhook_paths() -> dict[str, Any]:
             "get": _op("One webhook endpoint.", "apps:read",
                        answer=_obj(webhook=_ref("WebhookEndpoint"))),
             "patch": _op("Change the URL, the subscribed events or `enabled`. A disabled "
-                         "endpoint keeps its secret; events due meanwhile are skipped.",
+                         "endpoint keeps its secret; events due meanwhile are skipped, and the "
+                         "answer's `skippedWhileDisabled` counts them (resend them with "
+                         "`POST .../resend-skipped`).",
                          "webhooks:write", body=_obj(url=STR, events=EVENTS,
                                                      enabled={"type": "boolean"}),
                          answer=_obj(webhook=_ref("WebhookEndpoint")),
@@ -127,6 +138,21 @@ def webhook_paths() -> dict[str, Any]:
                         "row. Sent whatever the subscription. The answer does not wait for "
                         "the request; read the attempt for its outcome.", "webhooks:write",
                         status="202", answer=one_attempt),
+        },
+        f"{p}/webhooks/{{webhook}}/resend-skipped": {
+            "parameters": [APP_REF, HOOK_REF],
+            "post": _op("Resend the events skipped while the endpoint was disabled "
+                        "(`skippedWhileDisabled`): the same event ids, pending again in the "
+                        "order they were created, one at a time (each is sent once the one "
+                        "before it has been answered). Only skipped events move, so a second "
+                        "call resends nothing (`resent: 0`). Test events are left out. "
+                        "`webhook_disabled` (409) while the endpoint is disabled.",
+                        "webhooks:write", status="202",
+                        answer=_obj(("resent", "attempts"),
+                                    resent={"type": "integer", "minimum": 0},
+                                    attempts={"type": "array", "items": _ref("WebhookAttempt"),
+                                              "description": "in the order they are sent"}),
+                        errors=("404", "409")),
         },
         f"{p}/webhook-attempts": {
             "parameters": [APP_REF,

@@ -8,22 +8,26 @@ PostgreSQL concurrent dispatchers skip each other's rows; SQLite takes its write
 mid-send never records an outcome, its rows become due again when the lease passes, and
 another dispatcher sends them (at least once). The token makes the outcome the holder's
 alone: a late writer whose lease was taken over changes nothing.
+
+Recording an outcome also does, in the same transaction, what follows from it: a 2xx to a
+delivery's fulfilment event marks the delivery ``fulfilled``, and a row queued behind the
+answered one (a resend of skipped events, oldest first) becomes due.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, bindparam, delete, insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import CursorResult, Table, bindparam, delete, exists, insert, select, update
+from sqlalchemy.orm import Session, aliased
 
 from payments.errors import ApiError
 from payments.ids import IdPrefix, new_id
-from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
+from payments.ledger.models import AttemptStatus, Delivery, WebhookAttempt, WebhookEvent
 from payments.models import App, serves_runtime
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint, WebhookTry
 from payments.webhooks.schedule import Next, Outcome
@@ -31,6 +35,10 @@ from payments.webhooks.signing_secrets import SecretBox, SecretUnreadable
 from payments.webhooks.wakeup import WAKE
 
 LEGACY_TYPE = "delivery.created"
+# The events a receiver answers 2xx to only after fulfilling (spec 3.7, 6 receiver rule 2):
+# the fulfilment event and its legacy twin. payment.settled is a settlement notice.
+FULFILMENT_TYPES = ("payment.delivered", LEGACY_TYPE)
+DISABLED = "endpoint_disabled"  # last_error of an event skipped while the endpoint was off
 
 _ATTEMPTS = cast(Table, WebhookAttempt.__table__)
 _TRIES = cast(Table, WebhookTry.__table__)
@@ -44,6 +52,18 @@ _FINISH = (
             updated_at=bindparam("b_now"), claim_token=None)
 )
 _INSERT_TRY = insert(_TRIES)
+_DELIVERIES = cast(Table, Delivery.__table__)
+# Locked in id order (PostgreSQL; SQLite has one writer): two dispatchers marking the same
+# deliveries cannot deadlock. Core, built once: it runs after most successful requests.
+_FULFIL = (
+    update(_DELIVERIES)
+    .where(_DELIVERIES.c.id.in_(
+        select(_DELIVERIES.c.id)
+        .where(_DELIVERIES.c.id.in_(bindparam("b_ids", expanding=True)),
+               _DELIVERIES.c.fulfilled.is_(False))
+        .order_by(_DELIVERIES.c.id).with_for_update().scalar_subquery()))
+    .values(fulfilled=True)
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +77,8 @@ class Job:
     event_id: str
     event_type: str
     payload: dict[str, Any]
+    delivery_id: str | None  # None for test events: no delivery row stands behind them
+    queued: bool  # rows wait behind this one (a resend): its outcome lets them go
     app_slug: str
     runtime_active: bool
     endpoint_id: str
@@ -85,7 +107,8 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
     lease_until = now + lease
     due = (select(WebhookAttempt.id)
            .where(WebhookAttempt.status == AttemptStatus.PENDING,
-                  WebhookAttempt.next_attempt_at <= now)
+                  WebhookAttempt.next_attempt_at <= now,
+                  WebhookAttempt.queued_behind.is_(None))
            .order_by(WebhookAttempt.next_attempt_at).limit(limit)
            .with_for_update(skip_locked=True))
     ids = session.execute(
@@ -95,9 +118,12 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
     ).scalars().all()
     if not ids:
         return []
+    behind = aliased(WebhookAttempt)
+    queued = exists().where(behind.queued_behind == WebhookAttempt.id)
     rows = session.execute(
         select(WebhookAttempt.id, WebhookAttempt.attempt_count, WebhookEvent.id,
                WebhookEvent.type, WebhookEvent.payload, WebhookEvent.delivery_id,
+               queued.label("queued"),
                WebhookEvent.app_id, App.slug, App.runtime_status,
                App.runtime_domain_request_status, App.runtime_origin, WebhookEndpoint)
         .join(WebhookEvent, WebhookEvent.id == WebhookAttempt.event_id)
@@ -108,8 +134,9 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
     cache = {} if secret_cache is None else secret_cache
     jobs: list[Job] = []
     skipped: list[tuple[str, str]] = []
-    for (attempt_id, count, event_id, event_type, payload, delivery_id, app_id, slug,
-         runtime_status, domain_status, origin, endpoint) in rows:
+    waited_on: list[str] = []
+    for (attempt_id, count, event_id, event_type, payload, delivery_id, has_queue, app_id,
+         slug, runtime_status, domain_status, origin, endpoint) in rows:
         test = payload.get("test") is True
         reason = _nowhere(endpoint, event_type, test)
         if (event_type == "payment.delivered" and not test and count == 0
@@ -118,11 +145,14 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
             _add_legacy_event(session, app_id, delivery_id, payload, now)
         if reason is not None:
             skipped.append((attempt_id, reason))
+            if has_queue:
+                waited_on.append(attempt_id)
             continue
         assert endpoint is not None
         jobs.append(Job(attempt_id=attempt_id, claim_token=token, lease_until=lease_until,
                         number=count + 1, event_id=event_id, event_type=event_type,
-                        payload=payload, app_slug=slug,
+                        payload=payload, delivery_id=delivery_id, queued=bool(has_queue),
+                        app_slug=slug,
                         runtime_active=serves_runtime(runtime_status, domain_status, origin),
                         endpoint_id=endpoint.id, url=endpoint.url,
                         secret=_open_secret(box, endpoint, cache)))
@@ -133,6 +163,7 @@ def claim(session: Session, now: datetime, limit: int, lease: timedelta, box: Se
             .values(status=AttemptStatus.SKIPPED, last_error=bindparam("b_error"),
                     next_attempt_at=now, updated_at=now, claim_token=None),
             [{"b_id": a, "b_error": r} for a, r in skipped])
+        _release_queued(session, waited_on, now)
     return jobs
 
 
@@ -140,7 +171,7 @@ def _nowhere(endpoint: WebhookEndpoint | None, event_type: str, test: bool) -> s
     if endpoint is None:
         return "no_endpoint"
     if endpoint.status != EndpointStatus.ENABLED:
-        return "endpoint_disabled"
+        return DISABLED
     if not test and event_type not in endpoint.events:
         return "not_subscribed"
     return None
@@ -189,12 +220,19 @@ def enqueue(session: Session, app_id: str, event_type: str, payload: dict[str, A
     return attempt
 
 
-def finish(session: Session, results: Iterable[Result], now: datetime) -> int:
+@dataclass(frozen=True)
+class Finished:
+    recorded: int  # outcomes recorded; the rest had their claim taken over
+    released: int  # rows queued behind the answered ones, due now
+
+
+def finish(session: Session, results: Iterable[Result], now: datetime) -> Finished:
     """Record outcomes of claimed attempts; rows whose claim was taken over are left alone.
-    Returns how many rows were recorded."""
+    In the same transaction: deliveries whose fulfilment event got a 2xx become
+    ``fulfilled``, and rows queued behind the answered attempts become due."""
     results = list(results)
     if not results:
-        return 0
+        return Finished(0, 0)
     params = [{
         "b_id": r.job.attempt_id, "b_token": r.job.claim_token, "b_status": r.next.status,
         "b_count": r.job.number, "b_next": r.next.next_attempt_at,
@@ -208,7 +246,44 @@ def finish(session: Session, results: Iterable[Result], now: datetime) -> int:
         "number": r.job.number, "response_status": r.outcome.status, "error": r.outcome.error,
         "signed": r.signed, "duration_ms": r.duration_ms, "sent_at": r.sent_at,
     } for r in results])
-    return int(recorded or 0)
+    recorded = int(recorded or 0)
+    accepted = {r.job.attempt_id: r.job.delivery_id for r in results if r.outcome.delivered
+                and r.job.delivery_id and r.job.event_type in FULFILMENT_TYPES}
+    if accepted:
+        _mark_fulfilled(session, accepted, all_recorded=recorded == len(results))
+    waited_on = [r.job.attempt_id for r in results if r.job.queued]
+    return Finished(recorded, _release_queued(session, waited_on, now) if waited_on else 0)
+
+
+def _mark_fulfilled(session: Session, accepted: Mapping[str, str | None], *,
+                    all_recorded: bool) -> None:
+    """``delivery.fulfilled``: the receiver answered 2xx to the delivery's fulfilment event
+    (attempt id -> delivery id), which it does only after fulfilling (spec 3.7). When some
+    outcome was not recorded (its claim was taken over), only deliveries whose attempt row
+    is ``delivered`` now."""
+    found = accepted.values() if all_recorded else session.scalars(
+        select(WebhookEvent.delivery_id)
+        .join(WebhookAttempt, WebhookAttempt.event_id == WebhookEvent.id)
+        .where(WebhookAttempt.id.in_(list(accepted)),
+               WebhookAttempt.status == AttemptStatus.DELIVERED)).all()
+    ids = {d for d in found if d}
+    if ids:
+        session.execute(_FULFIL, {"b_ids": sorted(ids)})
+
+
+def _release_queued(session: Session, attempt_ids: list[str], now: datetime) -> int:
+    """Rows queued behind these attempts become due, where the attempt is no longer
+    claimed (its outcome is recorded, or it was skipped); returns how many. Called only for
+    attempts the claim saw rows queued behind: the common outcome costs no statement."""
+    if not attempt_ids:
+        return 0
+    answered = select(WebhookAttempt.id).where(WebhookAttempt.id.in_(attempt_ids),
+                                               WebhookAttempt.claim_token.is_(None))
+    result = session.execute(
+        update(WebhookAttempt).where(WebhookAttempt.queued_behind.in_(answered.scalar_subquery()))
+        .values(queued_behind=None, next_attempt_at=now, updated_at=now)
+        .execution_options(synchronize_session=False))
+    return int(cast(CursorResult[Any], result).rowcount or 0)
 
 
 def release(session: Session, jobs: Iterable[Job], now: datetime) -> None:
@@ -231,7 +306,7 @@ def retry(session: Session, attempt: WebhookAttempt, now: datetime) -> None:
     # WAKE: the commit hook (wakeup.py) wakes this process's dispatcher after the commit.
     session.execute(update(WebhookAttempt).where(WebhookAttempt.id == attempt.id)
                     .values(status=AttemptStatus.PENDING, next_attempt_at=now,
-                            claim_token=None, updated_at=now)
+                            claim_token=None, queued_behind=None, updated_at=now)
                     .execution_options(synchronize_session=False, **WAKE))
     session.refresh(attempt)
 

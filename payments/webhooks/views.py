@@ -13,18 +13,22 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if value else None
 
 
-def endpoint_view(endpoint: WebhookEndpoint) -> dict[str, Any]:
+def endpoint_view(endpoint: WebhookEndpoint, skipped_while_disabled: int) -> dict[str, Any]:
+    """``skipped_while_disabled``: ``outbox.count_skipped_while_disabled``, counted by the
+    caller (a view does no I/O)."""
     return {
         "id": endpoint.id, "appId": endpoint.app_id, "url": endpoint.url,
         "events": list(endpoint.events), "status": endpoint.status.value,
         "secretPreview": endpoint.secret_preview,
         "secretCreatedAt": iso(endpoint.secret_created_at),
         "createdAt": iso(endpoint.created_at), "updatedAt": iso(endpoint.updated_at),
+        "skippedWhileDisabled": skipped_while_disabled,
     }
 
 
 def attempt_view(attempt: WebhookAttempt, event: WebhookEvent) -> dict[str, Any]:
     pending = attempt.status == AttemptStatus.PENDING
+    queued = attempt.queued_behind if pending else None  # due once that one is answered
     delivery = event.payload.get("delivery") or {}
     return {
         "id": attempt.id, "eventId": event.id, "type": event.type,
@@ -32,8 +36,9 @@ def attempt_view(attempt: WebhookAttempt, event: WebhookEvent) -> dict[str, Any]
         "status": attempt.status.value, "attemptCount": attempt.attempt_count,
         "responseStatus": attempt.response_status, "signed": attempt.signed,
         "lastError": attempt.last_error,
-        "nextAttemptAt": iso(attempt.next_attempt_at) if pending else None,
+        "nextAttemptAt": iso(attempt.next_attempt_at) if pending and not queued else None,
         "inFlight": pending and attempt.claim_token is not None,
+        "queuedBehind": queued,
         "endpointId": attempt.endpoint_id, "deliveredAt": iso(attempt.delivered_at),
         "createdAt": iso(event.created_at), "updatedAt": iso(attempt.updated_at),
     }

@@ -152,7 +152,8 @@ def _details(a: View) -> str:
     return f"<section id=\"details\" aria-labelledby=\"details-h\"><h2 id=\"details-h\">" \
            f"Details</h2><dl>{items}</dl>" \
            f"<p><a href=\"{here}/runtime\">Runtime: whether it is served, and why not</a></p>" \
-           f"<p><a href=\"{here}/webhooks\">Webhooks: endpoint and recent deliveries</a></p>" \
+           f"<p><a href=\"{here}/webhooks\">Webhooks: endpoint, signing secret, test and " \
+           "deliveries</a></p>" \
            f"<p><a href=\"{here}/config\">Config revisions: what each config apply " \
            "changed</a></p>" \
            "</section>"

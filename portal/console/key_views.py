@@ -73,7 +73,7 @@ COPY_SCRIPT = """(function () {
     navigator.clipboard.writeText(secret).then(function () {
       status.textContent = "Copied to the clipboard.";
     }, function () {
-      status.textContent = "Copying failed: select the key and copy it by hand.";
+      status.textContent = "Copying failed: select the text and copy it by hand.";
     });
   });
 })();"""

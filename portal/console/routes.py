@@ -7,6 +7,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from payments.developer.services import DeveloperServices
+from payments.webhooks.services import WebhookServices
 from portal.console.account import AccountPages
 from portal.console.apps import AppPages
 from portal.console.cli import CliPages
@@ -14,7 +15,7 @@ from portal.console.context import Console, RuntimeUrl
 from portal.console.org_keys import OrganizationKeyPages
 from portal.console.revisions import RevisionPages
 from portal.console.runtime import RuntimePage
-from portal.console.webhooks import WebhookPage
+from portal.console.webhooks import WebhookPages
 
 
 async def home(request: Request) -> Response:
@@ -28,10 +29,12 @@ async def to_key_list(request: Request) -> Response:
     return RedirectResponse(f"/apps/{app}#keys" if app else "/keys#keys", status_code=303)
 
 
-def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list[Route]:
+def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl,
+                   webhook_services: WebhookServices) -> list[Route]:
     console = Console(services, runtime_url)
     account, apps, cli = AccountPages(console), AppPages(console), CliPages(console)
     revisions, org_keys = RevisionPages(console), OrganizationKeyPages(console)
+    hooks = WebhookPages(console, webhook_services)
     get, post = ["GET", "HEAD"], ["POST"]
     return [
         Route("/", home, methods=get),
@@ -53,7 +56,18 @@ def console_routes(services: DeveloperServices, runtime_url: RuntimeUrl) -> list
         Route("/apps/{app}/keys", apps.create_key, methods=post),
         Route("/apps/{app}/keys", to_key_list, methods=get),
         Route("/apps/{app}/keys/{key}/revoke", apps.revoke_key, methods=post),
-        Route("/apps/{app}/webhooks", WebhookPage(console).show, methods=get),
+        Route("/apps/{app}/webhooks", hooks.show, methods=get),
+        Route("/apps/{app}/webhooks", hooks.create, methods=post),
+        Route("/apps/{app}/webhooks/{webhook}", hooks.update, methods=post),
+        Route("/apps/{app}/webhooks/{webhook}/rotate", hooks.rotate, methods=post),
+        Route("/apps/{app}/webhooks/{webhook}/test", hooks.test, methods=post),
+        Route("/apps/{app}/webhooks/{webhook}/resend-skipped", hooks.resend_skipped,
+              methods=post),
+        Route("/apps/{app}/webhook-attempts/{attempt}/retry", hooks.retry, methods=post),
+        *(Route(path, hooks.to_page, methods=get) for path in (
+            "/apps/{app}/webhooks/{webhook}", "/apps/{app}/webhooks/{webhook}/rotate",
+            "/apps/{app}/webhooks/{webhook}/test", "/apps/{app}/webhooks/{webhook}/resend-skipped",
+            "/apps/{app}/webhook-attempts/{attempt}/retry")),
         Route("/apps/{app}/runtime", RuntimePage(console).show, methods=get),
         Route("/apps/{app}/config", revisions.list, methods=get),
         Route("/apps/{app}/config/{revision}", revisions.show, methods=get),

@@ -1,90 +1,204 @@
-"""The console's webhook page: the app's endpoint and its recent events, read-only.
+"""The console's webhook page (spec 3.7, 5.6 item 1, 6 item 7): the app's endpoint, made
+and changed here, its signing secret shown once, a test event, and the recent events with
+a retry for each that was not delivered.
 
-It never shows the signing secret (only its ``zwhsec_…abcd`` preview), a signature or a
-request header (spec 5.6 item 3); changes go through the developer API and ``svc webhook``.
+Every action is ``payments.webhooks.operations``'s, the functions the JSON API (and so
+``svc webhook``) runs; the same limits count both. Forms carry the session's CSRF token
+(checked by ``Console.as_developer``); an action answers with a redirect back to the page
+(``?done=``), its error on the page beside its form, or, for creation and rotation, the
+secret page, the one answer that holds the secret (``no-store``, never redirected to).
 """
 
 from __future__ import annotations
 
-from html import escape
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import RedirectResponse, Response
 
+from manifest.url_policy import CheckedUrl
 from payments.developer.auth import Principal
 from payments.errors import ApiError
-from payments.ledger.models import WebhookAttempt, WebhookEvent
-from payments.webhooks.models import WebhookEndpoint
-from payments.webhooks.views import attempt_view, endpoint_view
-from portal.console.context import Console
-from portal.console.layout import Nav, page
+from payments.ratelimit import Limit
+from payments.webhooks import operations as ops
+from payments.webhooks.services import WebhookServices
+from portal.console.app_views import Problem
+from portal.console.context import AUTH_REQUIRED, Console
+from portal.console.forms import Form, read_form
+from portal.console.webhook_views import WebhookState, secret_page, webhook_page
 
 RECENT = 50
+# Errors that leave no form to show them on: answered by Console.failure.
+PAGE_ERRORS = frozenset({AUTH_REQUIRED, "csrf_failed", "app_not_found", "webhook_not_found",
+                         "webhook_attempt_not_found", "unsupported_media_type",
+                         "payload_too_large", "invalid_form"})
 
 
-class WebhookPage:
-    def __init__(self, console: Console) -> None:
+class WebhookPages:
+    def __init__(self, console: Console, services: WebhookServices) -> None:
         self.c = console
+        self.s = services
+
+    # Reading
+
+    def _state(self, session: Session, who: Principal, ref: str) -> WebhookState:
+        app, endpoint = ops.app_endpoint(session, who, ref)
+        recent = ops.list_attempts(session, who, ref, ops.AttemptFilter(limit=RECENT))
+        return WebhookState(app.slug, endpoint, recent["attempts"])
 
     async def show(self, request: Request) -> Response:
-        ref = request.path_params["app"]
+        return await self._show(request, request.path_params["app"],
+                                done=request.query_params.get("done"))
 
-        def work(session: Session, who: Principal) -> tuple[str, dict[str, Any] | None,
-                                                            list[dict[str, Any]]]:
-            app = who.app(session, ref, "apps:read")
-            endpoint = session.scalar(select(WebhookEndpoint).where(
-                WebhookEndpoint.app_id == app.id))
-            rows = session.execute(
-                select(WebhookAttempt, WebhookEvent)
-                .join(WebhookEvent, WebhookEvent.id == WebhookAttempt.event_id)
-                .where(WebhookEvent.app_id == app.id)
-                .order_by(WebhookEvent.created_at.desc(), WebhookEvent.id.desc())
-                .limit(RECENT)).all()
-            return (app.slug, endpoint_view(endpoint) if endpoint else None,
-                    [attempt_view(a, e) for a, e in rows])
+    async def _show(self, request: Request, ref: str, *, done: str | None = None,
+                    problem: Problem | None = None) -> Response:
         try:
-            nav, (slug, endpoint, attempts) = await self.c.as_developer(request, work)
+            nav, state = await self.c.as_developer(
+                request, lambda session, who: self._state(session, who, ref))
         except ApiError as error:
-            return self.c.failure(request, error)
-        return webhook_page(nav, slug, endpoint, attempts)
+            shown = error if problem is None or error.code == AUTH_REQUIRED else problem.error
+            return self.c.failure(request, shown, back=f"/apps/{ref}/webhooks")
+        return webhook_page(nav, state, done=done, problem=problem)
+
+    async def to_page(self, request: Request) -> Response:
+        """A form's target opened as a page (back, reload, a bookmark of the secret page):
+        the webhook page, never a 405; the secret is not shown again."""
+        return RedirectResponse(f"/apps/{quote(request.path_params['app'], safe='')}/webhooks",
+                                status_code=303)
+
+    # Creating and rotating: answered with the secret page
+
+    async def create(self, request: Request) -> Response:
+        ref = request.path_params["app"]
+        form = Form({})
+        try:
+            form = await read_form(request)
+
+            def check(session: Session, who: Principal) -> tuple[str, list[str], CheckedUrl]:
+                who.app(session, ref, ops.WRITE)  # another organization's: 404 first
+                url, events = ops.creation_input(_body(form))
+                return url, events, ops.checked_url(session, who, ref, url, self.s)
+            _, (url, events, checked) = await self.c.as_developer(
+                request, check, form=form, limit=self.s.limits.management)
+            await ops.resolve(checked, self.s)
+            nav, (webhook, secret) = await self.c.as_developer(
+                request, lambda session, who: ops.create(session, who, ref, url, events,
+                                                         self.s), form=form)
+        except ApiError as error:
+            return await self._refused(request, ref, "endpoint", error, form)
+        return secret_page(nav, ref, webhook, secret, rotated=False)
+
+    async def rotate(self, request: Request) -> Response:
+        ref, hook = request.path_params["app"], request.path_params["webhook"]
+        form = Form({})
+        try:
+            form = await read_form(request)
+            nav, (webhook, secret) = await self.c.as_developer(
+                request, lambda session, who: ops.rotate(
+                    session, who, ref, hook, self.s,
+                    unless_rotated_since=form.get("secretCreatedAt")),
+                form=form, limit=self.s.limits.management)
+        except ApiError as error:
+            return await self._refused(request, ref, "secret", error, form)
+        return secret_page(nav, ref, webhook, secret, rotated=True)
+
+    # Everything else: redirected back to the page
+
+    async def update(self, request: Request) -> Response:
+        ref, hook = request.path_params["app"], request.path_params["webhook"]
+        form = Form({})
+        section = "change"
+        try:
+            form = await read_form(request)
+            section = "endpoint" if "enabled" in form.fields else "change"
+
+            def check(session: Session, who: Principal) -> tuple[ops.EndpointChange,
+                                                                 CheckedUrl | None]:
+                who.app(session, ref, ops.WRITE)  # another organization's: 404 first
+                wanted = ops.change_input(_change_body(form))
+                return wanted, (None if wanted.url is None else
+                                ops.checked_url(session, who, ref, wanted.url, self.s))
+            _, (wanted, checked) = await self.c.as_developer(
+                request, check, form=form, limit=self.s.limits.management)
+            if checked is not None:
+                await ops.resolve(checked, self.s)
+            await self.c.as_developer(request, lambda session, who: ops.change(
+                session, who, ref, hook, wanted, self.s), form=form)
+        except ApiError as error:
+            return await self._refused(request, ref, section, error, form)
+        done = "saved" if wanted.enabled is None else "enabled" if wanted.enabled else "disabled"
+        return _back(ref, done, "endpoint")
+
+    async def test(self, request: Request) -> Response:
+        hook = request.path_params["webhook"]
+
+        def work(session: Session, who: Principal, ref: str) -> str:
+            ops.queue_test(session, who, ref, hook, self.s)
+            return "test-queued"
+        return await self._act(request, "test", self.s.limits.test, work, to="deliveries")
+
+    async def resend_skipped(self, request: Request) -> Response:
+        hook = request.path_params["webhook"]
+
+        def work(session: Session, who: Principal, ref: str) -> str:
+            resent = ops.resend_skipped(session, who, ref, hook, self.s)["resent"]
+            return "resent" if resent else "nothing-to-resend"
+        return await self._act(request, "resend", self.s.limits.management, work,
+                               to="deliveries")
+
+    async def retry(self, request: Request) -> Response:
+        attempt = request.path_params["attempt"]
+
+        def work(session: Session, who: Principal, ref: str) -> str:
+            ops.retry(session, who, ref, attempt, self.s)
+            return "retried"
+        return await self._act(request, "deliveries", self.s.limits.management, work,
+                               to="deliveries")
+
+    async def _act(self, request: Request, section: str, limit: Limit,
+                   work: Callable[[Session, Principal, str], str], *, to: str) -> Response:
+        ref = request.path_params["app"]
+        form = Form({})
+        try:
+            form = await read_form(request)
+            _, done = await self.c.as_developer(
+                request, lambda session, who: work(session, who, ref), form=form, limit=limit)
+        except ApiError as error:
+            return await self._refused(request, ref, section, error, form)
+        return _back(ref, done, to)
+
+    async def _refused(self, request: Request, ref: str, section: str, error: ApiError,
+                       form: Form) -> Response:
+        """The page with the error beside the form it came from, the form as it was typed;
+        or, with no form to show it on, the console's error page."""
+        if error.code in PAGE_ERRORS:
+            return self.c.failure(request, error, back=f"/apps/{ref}/webhooks")
+        values = {"url": form.get("url"), "events": ",".join(form.all("event"))}
+        return await self._show(request, ref, problem=Problem(
+            section, error, {k: v for k, v in values.items() if k in _sent(form)}))
 
 
-def webhook_page(nav: Nav, slug: str, endpoint: dict[str, Any] | None,
-                 attempts: list[dict[str, Any]]) -> HTMLResponse:
-    s = escape(slug)
-    if endpoint is None:
-        about = (f"<p>No webhook endpoint yet. Create it with <code>svc webhook upsert --app "
-                 f"{s} --url https://your-backend.example/api/svc/webhook</code>; the signing "
-                 "secret is shown once then.</p>")
-    else:
-        about = (
-            "<dl>"
-            f"<dt>Endpoint</dt><dd><code>{escape(endpoint['id'])}</code> "
-            f"({escape(endpoint['status'])})</dd>"
-            f"<dt>URL</dt><dd><code>{escape(endpoint['url'])}</code></dd>"
-            f"<dt>Events</dt><dd>{escape(', '.join(endpoint['events']))}</dd>"
-            f"<dt>Signing secret</dt><dd><code>{escape(endpoint['secretPreview'])}</code> "
-            "(shown once, at creation or rotation; rotate with <code>svc webhook rotate"
-            "</code>)</dd></dl>")
-    rows = "".join(
-        f"<tr><td><code>{escape(a['eventId'])}</code></td>"
-        f"<td>{escape(a['type'])}{' (test)' if a['test'] else ''}</td>"
-        f"<td>{escape(a['status'])}{' (sending)' if a['inFlight'] else ''}</td>"
-        f"<td>{a['attemptCount']}</td><td>{a['responseStatus'] or '—'}</td>"
-        f"<td>{escape(a['lastError'] or '')}</td>"
-        f"<td>{escape(a['nextAttemptAt'] or '')}</td></tr>" for a in attempts)
-    table = ("<table><caption class=\"hint\">Recent events, newest first. 522: the "
-             "endpoint could not be reached or did not answer within 15 s.</caption><thead>"
-             "<tr><th scope=\"col\">Event</th><th scope=\"col\">Type</th>"
-             "<th scope=\"col\">Status</th><th scope=\"col\">Requests</th>"
-             "<th scope=\"col\">Last answer</th><th scope=\"col\">Last error</th>"
-             "<th scope=\"col\">Next try</th></tr></thead>"
-             f"<tbody>{rows}</tbody></table>") if attempts else "<p>No events yet.</p>"
-    return page(f"Webhooks of {slug}", (
-        f"<p><a href=\"/apps/{s}\">← {s}</a></p><h1>Webhooks</h1>{about}"
-        f"<h2>Deliveries</h2>{table}"
-        f"<p class=\"hint\">Retry one with <code>svc webhook retry --app {s} EVENT_ID</code> "
-        "(the same event id is sent again).</p>"), nav=nav)
+def _body(form: Form) -> dict[str, Any]:
+    """A form's fields in the JSON body's shape, so the API's checks read them."""
+    return {"url": form.optional("url"), "events": form.all("event")}
+
+
+def _change_body(form: Form) -> dict[str, Any]:
+    if "enabled" in form.fields:  # the enable/disable button's form
+        value = form.get("enabled")
+        return {"enabled": {"true": True, "false": False}.get(value, value)}
+    return _body(form)
+
+
+def _sent(form: Form) -> set[str]:
+    names = set(form.fields)
+    return {"url", "events"} if "url" in names else names
+
+
+def _back(ref: str, done: str, section: str) -> RedirectResponse:
+    return RedirectResponse(f"/apps/{quote(ref, safe='')}/webhooks?done={done}#{section}",
+                            status_code=303)
+

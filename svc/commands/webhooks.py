@@ -1,4 +1,4 @@
-"""``svc webhook list|upsert|update|rotate|test|retry|attempts`` (spec 4.10).
+"""``svc webhook list|upsert|update|rotate|test|retry|resend-skipped|attempts`` (spec 4.10).
 
 The signing secret is printed once, by ``upsert`` when it creates the endpoint and by
 ``rotate``; store it server-side as ``SVC_WEBHOOK_SECRET`` (spec 4.11), never in frontend
@@ -27,7 +27,8 @@ def list_webhooks(args: argparse.Namespace, out: Output) -> int:
     with client:
         hooks: list[dict[str, Any]] = client.call("GET", _path(slug, "webhooks"))["webhooks"]
     out.emit({"app": slug, "webhooks": hooks},
-             [_line(h) for h in hooks] or [f"No webhook endpoint on {slug}."])
+             [line for h in hooks for line in (_line(h), *_skipped(slug, h))]
+             or [f"No webhook endpoint on {slug}."])
     return ExitCode.OK
 
 
@@ -68,7 +69,22 @@ def update(args: argparse.Namespace, out: Output) -> int:
     with client:
         hook_id = _endpoint_id(client, slug)
         hook = client.call("PATCH", _path(slug, f"webhooks/{_q(hook_id)}"), body)["webhook"]
-    out.emit({"app": slug, "webhook": hook}, [f"Updated {_line(hook)}"])
+    out.emit({"app": slug, "webhook": hook}, [f"Updated {_line(hook)}", *_skipped(slug, hook)])
+    return ExitCode.OK
+
+
+def resend_skipped(args: argparse.Namespace, out: Output) -> int:
+    """The events skipped while the endpoint was disabled, sent again oldest first."""
+    client, slug = _client(args)
+    with client:
+        hook_id = _endpoint_id(client, slug)
+        sent = client.call("POST", _path(slug, f"webhooks/{_q(hook_id)}/resend-skipped"))
+    views: list[dict[str, Any]] = sent["attempts"]
+    lines = ([f"Resending {len(views)} skipped event(s), oldest first, one at a time "
+              "(same event ids):", *(f"  {v['eventId']}  {v['type']}" for v in views),
+              f"See them with `svc webhook attempts --app {slug}`."]
+             if views else ["No skipped events were left to send."])
+    out.emit({"app": slug, "resent": sent["resent"], "attempts": views}, lines)
     return ExitCode.OK
 
 
@@ -154,3 +170,16 @@ def _q(value: str) -> str:
 def _line(hook: dict[str, Any]) -> str:
     return (f"{hook['id']}  {hook['url']}  [{', '.join(hook['events'])}]  {hook['status']}  "
             f"secret {hook['secretPreview']}")
+
+
+def _skipped(slug: str, hook: dict[str, Any]) -> list[str]:
+    """What enabling (or not yet) left unsent: events skipped while it was disabled."""
+    count = int(hook.get("skippedWhileDisabled") or 0)
+    if not count:
+        return []
+    said = f"{count} event(s) came due while the endpoint was disabled and were not sent"
+    if hook["status"] != "enabled":
+        return [f"{said}; enable it, then resend them with "
+                f"`svc webhook resend-skipped --app {slug}`."]
+    return [f"{said}; resend them in the order they were created with "
+            f"`svc webhook resend-skipped --app {slug}`."]

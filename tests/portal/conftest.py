@@ -1,7 +1,8 @@
 """A real router (uvicorn on loopback) sending mail to a real SMTP server, for the console.
 
 ``start_console(limits=..., clock=...)`` swaps the console host's ``DeveloperServices`` for
-one with small limits and a fake clock: ``create_app`` has no hook for them yet.
+one with small limits and a fake clock: ``create_app`` has no hook for them yet. Other
+keyword arguments are settings (e.g. the webhook dispatcher's).
 """
 
 from __future__ import annotations
@@ -87,9 +88,9 @@ def smtp() -> Iterator[SmtpServer]:
 def start_console(db_url: str, smtp: SmtpServer) -> ConsoleFactory:
     @contextmanager
     def start(*, limits: Limits | None = None, clock: FakeClock | None = None,
-              secure_cookies: bool | None = None) -> Iterator[Console]:
+              secure_cookies: bool | None = None, **overrides: Any) -> Iterator[Console]:
         settings = router_settings(db_url, smtp_host=smtp.host, smtp_port=smtp.port,
-                                   smtp_starttls=False)
+                                   smtp_starttls=False, **overrides)
         changes: dict[str, Any] = {}
         if limits is not None:
             changes["limits"] = limits

@@ -45,7 +45,8 @@ class Received:
     body: bytes
     action: str
     status: int | None  # what it answered (None: hung or closed)
-    at: float
+    at: float  # when it ended (time.monotonic())
+    started: float = 0.0  # when it arrived
 
 
 @dataclass
@@ -75,6 +76,7 @@ class FaultyReceiver:
         return app
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        started = time.monotonic()
         body = await request.read()
         headers = {k.lower(): v for k, v in request.headers.items()}
         event_id = headers.get("x-svc-event-id", "")
@@ -106,7 +108,7 @@ class FaultyReceiver:
             with self._lock:
                 self._active.discard(event_id)
                 self.requests.append(Received(event_id, headers, body, action, status,
-                                              time.monotonic()))
+                                              time.monotonic(), started))
 
     def delivered_ids(self) -> set[str]:
         with self._lock:

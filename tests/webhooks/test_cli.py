@@ -11,17 +11,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.models import AllowlistStatus
 from svc.grant_store import GrantStore, StoredGrant
 from tests.factories import add_developer, add_owned_app
+from tests.ledger.flow import PayWorld, build_world
 from tests.support.router import RouterFactory, RunningRouter
 from tests.support.services import free_port
-from tests.webhooks.kit import FAST, attempts, enqueue_events, grant_token, receiver, wait_until
+from tests.webhooks.kit import (
+    FAST,
+    all_settled,
+    attempts,
+    developer_of,
+    enqueue_events,
+    grant_token,
+    pay,
+    receiver,
+    wait_until,
+)
 
 SVC = str(Path(sys.executable).with_name("svc"))
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -36,6 +49,8 @@ class Cli:
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k != "SVC_API_URL"}
         env["SVC_CONFIG_DIR"] = str(self.home / "config")
+        # The `svc` script of an editable install may import another checkout.
+        env["PYTHONPATH"] = str(REPO)
         return subprocess.run([SVC, *args, "--api-url", self.url], cwd=self.home, env=env,
                               text=True, capture_output=True, timeout=60, check=False)
 
@@ -103,3 +118,61 @@ def test_webhook_commands(cli: Cli, sessions: sessionmaker[Session]) -> None:
         assert retried["attempt"]["eventId"] == event_id
         wait_until(lambda: attempts(sessions)[event_id].status.value == "delivered",
                    what="the manual retry")
+
+
+class LoopbackWorld(PayWorld):
+    """The paying world with its API host at 127.0.0.1, where the CLI can reach it (no
+    ``*.localhost`` name resolves on every machine)."""
+
+    def api(self, **headers: str) -> httpx.Client:
+        return httpx.Client(base_url=self.router.url, timeout=30, headers={
+            "host": f"127.0.0.1:{self.router.port}", **headers})
+
+
+@pytest.fixture
+def paying_cli(start_router: RouterFactory, sessions: sessionmaker[Session],
+               tmp_path: Path) -> Iterator[tuple[Cli, PayWorld]]:
+    """The CLI signed in for the paying world's app, so purchases make real events."""
+    port = free_port()
+    with start_router(**FAST, bind_port=port, base_url=f"http://127.0.0.1:{port}") as router:
+        built = build_world(router, sessions)
+        world = LoopbackWorld(router, sessions, built.app, built.api_key, built.products)
+        token = grant_token(sessions, developer_of(world), "game",
+                            ["apps:read", "webhooks:write"])
+        GrantStore(tmp_path / "config").save(StoredGrant(
+            token=token, api_url=router.settings.base_url, app="game",
+            scopes=("apps:read", "webhooks:write"), expires_at="2099-01-01T00:00:00Z"))
+        yield Cli(router, tmp_path), world
+
+
+def test_enable_tells_what_was_skipped_and_resend_skipped_sends_it_once(
+        paying_cli: tuple[Cli, PayWorld]) -> None:
+    cli, world = paying_cli
+    with receiver() as hook:
+        hook.secret = cli.json("webhook", "upsert", "--url",
+                               hook.url.replace("127.0.0.1", "localhost"))["secret"]
+        cli.json("webhook", "update", "--disable")
+        deliveries = pay(world, 2)
+        wait_until(all_settled(world.sessions), what="two payment.delivered skipped")
+        assert hook.requests == []
+        hint = "`svc webhook resend-skipped --app game`"
+        disabled = cli.run("webhook", "list").stdout
+        assert "2 event(s) came due while the endpoint was disabled" in disabled
+        assert f"enable it, then resend them with {hint}" in disabled
+        enabled = cli.run("webhook", "update", "--enable")
+        assert enabled.returncode == 0, enabled.stderr
+        assert ("2 event(s) came due while the endpoint was disabled and were not sent; "
+                f"resend them in the order they were created with {hint}.") in enabled.stdout
+        assert cli.json("webhook", "list")["webhooks"][0]["skippedWhileDisabled"] == 2
+        resent = cli.run("webhook", "resend-skipped")
+        assert resent.returncode == 0, resent.stderr
+        assert "Resending 2 skipped event(s), oldest first" in resent.stdout
+        wait_until(lambda: len(hook.ledger.grants()) == 2 and all_settled(world.sessions)(),
+                   what="both resent and granted")
+        assert sorted(d for _, d in hook.ledger.grants()) == sorted(deliveries)
+        again = cli.json("webhook", "resend-skipped")
+        assert again["resent"] == 0 and again["attempts"] == []
+        assert "No skipped events were left to send." in cli.run(
+            "webhook", "resend-skipped").stdout
+        assert len(hook.requests) == 2
+        assert "came due while" not in cli.run("webhook", "update", "--enable").stdout

@@ -35,6 +35,7 @@ EVENTS = 1000
 SERVER_SECRET = "crash-test-server-secret-0123456789abcdef"
 SECRET = "zwhsec_" + "c" * 64
 LEASE = 12.0
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -57,6 +58,8 @@ def serve(pg_url: str, port: int, tmp: Path) -> subprocess.Popen[bytes]:
         "SVCSRV_WEBHOOK_WORKERS": "true", "SVCSRV_WEBHOOK_TIMEOUT": "2",
         "SVCSRV_WEBHOOK_LEASE_SECONDS": str(LEASE), "SVCSRV_WEBHOOK_POLL_INTERVAL": "0.1",
         "SVCSRV_WEBHOOK_RETRY_DELAYS": "0.1,0.1,0.1,0.1,0.1,0.1,0.1",
+        # The script of an editable install may import another checkout.
+        "PYTHONPATH": str(REPO),
     })
     proc = subprocess.Popen([str(Path(sys.executable).with_name("svc-server")), "serve"],
                             cwd=tmp, env=env, stdout=subprocess.DEVNULL,

@@ -22,13 +22,15 @@ from tests.webhooks.kit import (
 SERVER_SECRET = "ops-test-server-secret-0123456789abcdef"
 SECRET = "zwhsec_" + "d" * 64
 OPS = str(Path(sys.executable).with_name("svc-ops"))
+# The script of an editable install may import another checkout: this one's, then.
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_ops_dispatcher_delivers_and_stops_cleanly(db_url: str,
                                                    sessions: sessionmaker[Session]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
     env.update({"SVCSRV_DATABASE_URL": db_url, "SVCSRV_SECRET_KEY": SERVER_SECRET,
-                "SVCSRV_WEBHOOK_POLL_INTERVAL": "0.05"})
+                "SVCSRV_WEBHOOK_POLL_INTERVAL": "0.05", "PYTHONPATH": str(REPO)})
     with receiver() as hook:
         hook.secret = SECRET
         app = app_with_endpoint(sessions, "ops", hook.url, SECRET, SERVER_SECRET)
@@ -73,7 +75,7 @@ def test_servers_notify_ops_dispatchers_on_postgresql(pg_admin_url: str, pg_temp
             _, hook.secret = create_endpoint(client, "game", hook.url)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
         env.update({"SVCSRV_DATABASE_URL": url, "SVCSRV_SECRET_KEY": SERVER_SECRET,
-                    "SVCSRV_WEBHOOK_POLL_INTERVAL": "60"})
+                    "SVCSRV_WEBHOOK_POLL_INTERVAL": "60", "PYTHONPATH": str(REPO)})
         proc = subprocess.Popen([OPS, "webhooks", "run"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:

@@ -28,8 +28,8 @@ from payments.developer.auth import limit_key
 from payments.ids import IdPrefix, new_id
 from payments.ledger.models import AttemptStatus
 from payments.models import AllowlistStatus, App, DomainRequestStatus, RuntimeStatus
-from payments.webhooks.api import WebhookLimits
 from payments.webhooks.models import WebhookEndpoint
+from payments.webhooks.services import WebhookLimits
 from payments.webhooks.signing_secrets import SecretBox
 from tests.factories import add_developer, add_owned_app, open_console_session
 from tests.support.dns import DnsServer, dns_server
