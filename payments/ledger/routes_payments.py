@@ -152,6 +152,11 @@ class PaymentRoutes:
             authorization = current_authorization(session, record.authorization_id)
             purchases.check_payer(authorization, asked)
             order = locked_order(session, asked.order_id)
+            if (order is not None and order.status != OrderStatus.CREATED
+                    and idempotency.find(session, app.id, "pay", key, now) is not None):
+                # Paid while this call waited for the order's lock, by the same key's
+                # first call (a retry with another code): run again and replay its answer.
+                raise LostRace
             amount = self._amount(product, order)
             user = purchases.granted_user(asked, record, order)
             try:

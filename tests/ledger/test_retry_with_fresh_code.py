@@ -212,3 +212,25 @@ def test_one_key_two_fresh_codes_at_once_is_one_charge(world: PayWorld) -> None:
     assert ledger(world) == (1, 1, 1, {wallet(1).address.lower(): PRICE})
     # One code paid; the others only found its answer and stay unused.
     assert sorted(consumed(world, code) for code in codes) == [False] * 7 + [True]
+
+
+def test_one_order_one_key_fresh_codes_at_once_is_one_charge(world: PayWorld) -> None:
+    """As above for an order's payment. On PostgreSQL the later calls waited for the
+    order's row lock, then found it paid: ORDER_ALREADY_PAID (409) instead of the winner's
+    answer, which a client reads as not paid (review of 2026-11-27, finding 1)."""
+    with world.keyed() as backend:
+        order_id = backend.post("/api/orders", json={
+            "productId": world.products["retry"].id, "developerUserId": "user-1",
+            "idempotencyKey": "order:race"}).json()["order"]["id"]
+    summary = world.authorize(wallet(1), 10 * PRICE)["code"]
+    codes = [world.payment_code(summary, "retry", orderId=order_id, idempotencyKey=KEY)
+             for _ in range(8)]
+    jobs = [lambda client, c=code: world.pay(client, wallet(1), "retry", c, KEY,
+                                             orderId=order_id) for code in codes]
+    responses = run_parallel(world, jobs, workers=len(jobs), origin=world.audience)
+    assert Counter(r.status_code for r in responses) == {201: len(jobs)}, [
+        r.text for r in responses if r.status_code != 201]
+    bodies = [r.json() for r in responses]
+    assert all(body == bodies[0] for body in bodies)
+    assert ledger(world) == (1, 1, 1, {wallet(1).address.lower(): PRICE})
+    assert sorted(consumed(world, code) for code in codes) == [False] * 7 + [True]
