@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from manifest.url_policy import UrlPolicy, UrlRefused, check_entry_url
 from payments.errors import ApiError
+from payments.ids import IdPrefix
 from payments.models import AllowlistStatus, App, AppType, ListingStatus, PayToStatus
 from payments.slugs import check_slug, slug_from_name
 
@@ -19,6 +20,13 @@ _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 # target and Base; the two mini-app targets are spelled as below (docs/decisions.md). Review
 # metadata only: none of them switches hosting on or off.
 DISTRIBUTION_TARGETS = ("Web", "PWA", "Telegram Mini App", "Farcaster Mini App", "Base")
+
+
+def app_by_ref(session: Session, ref: str) -> App | None:
+    """The app whose id (``zapp_...``) or slug is ``ref``; who may see it is the caller's
+    check."""
+    column = App.id if ref.startswith(IdPrefix.APP.value) else App.slug
+    return session.scalar(select(App).where(column == ref))
 
 
 def check_pay_to(address: str) -> str:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
+from payments.apps import app_by_ref
 from payments.developer.accounts import organization_ids
 from payments.developer.grants import grant_for_token, require_grant_scope, require_grant_scopes
 from payments.developer.models import CliGrant, ConsoleSession
@@ -43,8 +43,7 @@ class Principal:
 
     def app(self, session: Session, ref: str, scope: str) -> App:
         """The app ``ref`` (id or slug) if this caller may use ``scope`` on it."""
-        column = App.id if ref.startswith(IdPrefix.APP.value) else App.slug
-        app = session.scalar(select(App).where(column == ref))
+        app = app_by_ref(session, ref)
         if app is None or app.organization_id not in self.organization_ids:
             raise ApiError("app_not_found", 404, f"No app '{ref}' in your organization.")
         if self.grant is not None:

@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 
+from payments.apps import app_by_ref
 from payments.developer.keys import key_for_secret, require_key_scope
 from payments.developer.models import ApiKey
 from payments.errors import ApiError
-from payments.ledger.lookups import app_named
 from payments.models import App
 
 _TOUCH_EVERY = timedelta(minutes=1)
@@ -56,4 +56,4 @@ def app_for_key(session: Session, key: ApiKey, ref: str | None) -> App:
             raise ApiError("missing_field", 422, "This organization key sees several apps: "
                            "name one with 'app' (its id or slug).", field="app")
         return require_app_access(key, session.get(App, key.app_id), "app")
-    return require_app_access(key, app_named(session, ref), "app")
+    return require_app_access(key, app_by_ref(session, ref), "app")

@@ -23,7 +23,7 @@ from starlette.datastructures import QueryParams
 
 from payments.chain.params import ChainParams
 from payments.errors import ApiError
-from payments.ids import IdPrefix, charge_seq
+from payments.ids import charge_seq
 from payments.ledger import idempotency
 from payments.ledger.charges import DELIVERY_KEY_PREFIX
 from payments.ledger.models import Charge, Delivery
@@ -63,12 +63,6 @@ class ByKey:
                                            and nameable(apps[0]))):
             raise ApiError("invalid_field", 422, "'app' is one app id or slug.", field="app")
         return cls(key, apps[0] if apps else None)
-
-
-def app_named(session: Session, ref: str) -> App | None:
-    """The app with id or slug ``ref``; whether the caller may see it is ``allow``'s to say."""
-    column = App.id if ref.startswith(IdPrefix.APP.value) else App.slug
-    return session.scalar(select(App).where(column == ref))
 
 
 def lookup_delivery_by_key(session: Session, app: App, key: str,

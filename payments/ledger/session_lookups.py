@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from payments.apps import app_by_ref
 from payments.chain.params import ChainParams
 from payments.developer.auth import Principal, authenticate, credentials
 from payments.developer.services import DeveloperServices
@@ -22,7 +23,6 @@ from payments.errors import ApiError
 from payments.ledger.lookups import (
     Allow,
     ByKey,
-    app_named,
     lookup_delivery,
     lookup_delivery_by_key,
     lookup_receipt,
@@ -75,7 +75,7 @@ class SessionLookups:
             if asked.app is None:  # a developer may belong to several organizations
                 raise ApiError("missing_field", 422, "Name the app with 'app' (its id or "
                                "slug).", field="app")
-            app = allow(app_named(session, asked.app), "app")
+            app = allow(app_by_ref(session, asked.app), "app")
             return lookup_delivery_by_key(session, app, asked.key, self.params)
         return await self._signed_in(request, lookup)
 

@@ -16,6 +16,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from manifest.addresses import IPAddress
+from payments.apps import app_by_ref
 from payments.developer.models import (
     Developer,
     Membership,
@@ -23,7 +24,6 @@ from payments.developer.models import (
     OperatorNotification,
 )
 from payments.errors import ApiError
-from payments.ids import IdPrefix
 from payments.models import (
     App,
     DomainRequestStatus,
@@ -56,8 +56,7 @@ def record(session: Session, operator: str, action: OperatorActionKind, app: App
 
 
 def find_app(session: Session, ref: str) -> App:
-    column = App.id if ref.startswith(IdPrefix.APP.value) else App.slug
-    app = session.scalar(select(App).where(column == ref))
+    app = app_by_ref(session, ref)
     if app is None:
         raise ApiError("app_not_found", 404, f"No app '{ref}'.")
     return lock(session, app)
