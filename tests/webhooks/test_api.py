@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.params import in_process_params
 from payments.db import transaction, utcnow
@@ -19,11 +18,9 @@ from payments.ledger.models import Charge, Delivery, WebhookEvent
 from payments.models import App, Product
 from payments.schemas import WEBHOOK_EVENT, load_schema, validator
 from svc.webhooks import WebhookVerificationError, verify_webhook
-from tests.ledger.flow import PayWorld, build_world
-from tests.support.router import RouterFactory
+from tests.ledger.flow import PayWorld
 from tests.webhooks.kit import (
     FAIL,
-    FAST,
     OK,
     FaultyReceiver,
     all_settled,
@@ -33,24 +30,11 @@ from tests.webhooks.kit import (
     developer_of,
     grant_token,
     pay,
-    receiver,
     wait_until,
 )
 
 APPS = "/api/developer/apps/game"
 CHECK = validator(load_schema(WEBHOOK_EVENT))
-
-
-@pytest.fixture
-def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[PayWorld]:
-    with start_router(**FAST) as router:
-        yield build_world(router, sessions)
-
-
-@pytest.fixture
-def hook() -> Iterator[FaultyReceiver]:
-    with receiver() as faulty:
-        yield faulty
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -17,10 +16,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from payments.webhooks.models import WebhookEndpoint
 from svc.webhooks import verify_webhook
 from tests.factories import add_developer
-from tests.ledger.flow import PayWorld, build_world
-from tests.support.router import RouterFactory
+from tests.ledger.flow import PayWorld
 from tests.webhooks.kit import (
-    FAST,
     all_settled,
     attempts,
     console,
@@ -30,12 +27,6 @@ from tests.webhooks.kit import (
     receiver,
     wait_until,
 )
-
-
-@pytest.fixture
-def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[PayWorld]:
-    with start_router(**FAST) as router:
-        yield build_world(router, sessions)
 
 
 def test_console_webhook_page(world: PayWorld) -> None:

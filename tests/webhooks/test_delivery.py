@@ -7,14 +7,11 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy.orm import Session, sessionmaker
 
 from payments.schemas import WEBHOOK_EVENT, load_schema, validator
 from svc.webhooks import WebhookVerificationError, verify_webhook
-from tests.ledger.flow import PayWorld, build_world
-from tests.support.router import RouterFactory
+from tests.ledger.flow import PayWorld
 from tests.webhooks.kit import (
-    FAST,
     FaultyReceiver,
     all_settled,
     attempts,
@@ -25,12 +22,6 @@ from tests.webhooks.kit import (
     receiver,
     wait_until,
 )
-
-
-@pytest.fixture
-def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[PayWorld]:
-    with start_router(**FAST) as router:
-        yield build_world(router, sessions)
 
 
 @pytest.fixture

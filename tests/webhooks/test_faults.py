@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterator
 
-import pytest
-from sqlalchemy.orm import Session, sessionmaker
-
-from tests.ledger.flow import PayWorld, build_world
-from tests.support.router import RouterFactory
+from tests.ledger.flow import PayWorld
 from tests.webhooks.kit import (
     CLOSE,
     FAIL,
-    FAST,
     HANG,
     OK,
     all_settled,
@@ -30,13 +24,6 @@ from tests.webhooks.kit import (
 )
 
 PAYMENTS = 24
-
-
-@pytest.fixture
-def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[PayWorld]:
-    # Eight requests per event (the schedule's length) with short delays; 1 s timeout.
-    with start_router(**FAST) as router:
-        yield build_world(router, sessions)
 
 
 def test_every_event_arrives_once_granted_despite_faults(world: PayWorld) -> None:

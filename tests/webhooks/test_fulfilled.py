@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 import pytest
 from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.params import in_process_params
 from payments.db import transaction, utcnow
@@ -26,11 +25,9 @@ from payments.models import App, Product
 from payments.webhooks import outbox
 from payments.webhooks.outbox import Job, Result
 from payments.webhooks.schedule import Next, Outcome
-from tests.ledger.flow import PayWorld, build_world
-from tests.support.router import RouterFactory
+from tests.ledger.flow import PayWorld
 from tests.webhooks.kit import (
     FAIL,
-    FAST,
     OK,
     FaultyReceiver,
     all_settled,
@@ -39,21 +36,8 @@ from tests.webhooks.kit import (
     create_endpoint,
     developer_of,
     pay,
-    receiver,
     wait_until,
 )
-
-
-@pytest.fixture
-def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[PayWorld]:
-    with start_router(**FAST) as router:
-        yield build_world(router, sessions)
-
-
-@pytest.fixture
-def hook() -> Iterator[FaultyReceiver]:
-    with receiver() as faulty:
-        yield faulty
 
 
 @pytest.fixture

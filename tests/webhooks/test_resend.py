@@ -33,7 +33,6 @@ from tests.webhooks.kit import (
     developer_of,
     grant_token,
     pay,
-    receiver,
     wait_until,
 )
 
@@ -46,12 +45,6 @@ def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Itera
     with start_router(**FAST, chain_workers=True, chain_worker_interval=0.1,
                       settlement_batch_age_seconds=0.0) as router:
         yield build_world(router, sessions)
-
-
-@pytest.fixture
-def hook() -> Iterator[FaultyReceiver]:
-    with receiver() as faulty:
-        yield faulty
 
 
 @pytest.fixture
