@@ -154,22 +154,8 @@ def test_a_lost_answer_of_the_product_route_is_found_again_on_reload(
     gets the stored answer, and the grant follows from its delivery: paid once, granted
     once. (Without that race the reconcile finds the charge by key: the next test.)"""
     page = chrome.new_page()
-    first_purchase(page, world)
-    disable_webhook(world)
-    payments = world.router.settings.base_url + "/api/pay/**"
-
-    def lose(route: Route) -> None:
-        route.fetch()  # the service answers...
-        route.abort("connectionreset")  # ...and the page never hears it
-    page.route(payments, lose)
-    buy(page, "unlock-level")  # ready, and no trusted charge for it: the product route
-    assert outcome(page, *ENDED) and page.evaluate("document.body.dataset.outcome") == \
-        "retry", page.locator("#outcome").inner_text()
-    kept = pending(page)
-    assert kept is not None and kept["productSlug"] == "unlock-level"
-    assert charged(world) == [10_000, 30_000]  # it was charged
-    assert len(world.grants()) == 1  # but not granted yet
-    page.unroute(payments, lose)
+    kept = charge_and_lose_the_answer(page, world)
+    assert len(world.grants()) == 1  # charged, but not granted yet
     page.route("**/api/svc/reconcile", not_charged_yet)
     reload(page)
     text = outcome(page, *ENDED)
@@ -180,6 +166,28 @@ def test_a_lost_answer_of_the_product_route_is_found_again_on_reload(
     grants = world.grants()
     assert len(grants) == 2 and grants[1].idempotency_key == "svc:" + kept["idempotencyKey"]
     assert grants[1].source == "lookup"  # from the replayed answer's delivery id
+
+
+def charge_and_lose_the_answer(page: Page, world: RefWorld) -> dict[str, Any]:
+    """After a first purchase, unlock-level through the product route (ready, and no
+    trusted charge for it) with the webhook held back: the service charges, and the page
+    never hears its answer. Returns the purchase the page kept."""
+    first_purchase(page, world)
+    disable_webhook(world)
+    payments = world.router.settings.base_url + "/api/pay/**"
+
+    def lose(route: Route) -> None:
+        route.fetch()  # the service charges...
+        route.abort("connectionreset")  # ...and the page never hears it
+    page.route(payments, lose)
+    buy(page, "unlock-level")
+    assert outcome(page, *ENDED) and page.evaluate("document.body.dataset.outcome") == \
+        "retry", page.locator("#outcome").inner_text()
+    kept = pending(page)
+    assert kept is not None and kept["productSlug"] == "unlock-level"
+    assert charged(world) == [10_000, 30_000]  # it was charged
+    page.unroute(payments, lose)
+    return kept
 
 
 def not_charged_yet(route: Route) -> None:
@@ -196,21 +204,7 @@ def test_a_lost_answer_and_a_lapsed_summary_are_found_by_key_on_reload(
     service by key, finds the delivery and grants it, once; nothing is charged again.
     While the service cannot be asked, the purchase is kept and said to be checked."""
     page = chrome.new_page()
-    first_purchase(page, world)
-    disable_webhook(world)
-    payments = world.router.settings.base_url + "/api/pay/**"
-
-    def lose(route: Route) -> None:
-        route.fetch()  # the service charges...
-        route.abort("connectionreset")  # ...and the page never hears it
-    page.route(payments, lose)
-    buy(page, "unlock-level")  # ready, and no trusted charge for it: the product route
-    assert outcome(page, *ENDED) and page.evaluate("document.body.dataset.outcome") == \
-        "retry", page.locator("#outcome").inner_text()
-    kept = pending(page)
-    assert kept is not None and kept["productSlug"] == "unlock-level"
-    assert charged(world) == [10_000, 30_000]  # it was charged, and nothing granted it yet
-    page.unroute(payments, lose)
+    kept = charge_and_lose_the_answer(page, world)
     lapse_summary_codes(world)
 
     # The app's server cannot reach the service for its lookup (as it answers then).
