@@ -95,13 +95,7 @@ def test_payment_submitted_lookup_then_the_webhook_arrives_after(ref: RefWorld) 
     again = call(ref, token, "/api/svc/payment-submitted", {"deliveryId": paid["deliveryId"]})
     assert again.json()["granted"] is False
     # now the webhook: the skipped event retried by hand, under its own event id
-    disable_webhook(ref, enabled=True)
-    event_id = next(iter(attempts(ref.sessions)))
-    with ref.developer() as developer:
-        developer.post(f"/api/developer/apps/game/webhook-attempts/{event_id}/retry"
-                       ).raise_for_status()
-    wait_for_value(lambda: [a for a in attempts(ref.sessions).values()
-                            if a.response_status == 200], "the retried webhook")
+    let_the_skipped_webhook_through(ref, "the retried webhook")
     grants = ref.grants()
     assert len(grants) == 1 and grants[0].source == "lookup"
     unknown = call(ref, token, "/api/svc/payment-submitted", {"deliveryId": "ztdlv_" + "0" * 30})
@@ -152,13 +146,7 @@ def test_reconcile_by_key_finds_a_charge_the_webhook_has_not_reported(ref: RefWo
                  {"idempotencyKey": "svc:ref:unlock-level:lost"})  # the delivery's form
     assert again.json()["granted"] is False
     # the webhook, let through late, grants nothing more: one grant per delivery and key
-    disable_webhook(ref, enabled=True)
-    event_id = next(iter(attempts(ref.sessions)))
-    with ref.developer() as developer:
-        developer.post(f"/api/developer/apps/game/webhook-attempts/{event_id}/retry"
-                       ).raise_for_status()
-    wait_for_value(lambda: [a for a in attempts(ref.sessions).values()
-                            if a.response_status == 200], "the late webhook")
+    let_the_skipped_webhook_through(ref, "the late webhook")
     assert [(g.delivery_id, g.source) for g in ref.grants()] == [
         (paid["deliveryId"], "reconcile")]  # once
     disable_webhook(ref)
@@ -341,3 +329,15 @@ def test_trusted_charge_with_a_changed_proof_grants_nothing(
         assert synced.json()["items"] == [{"productId": world.products["gem"].id,
                                            "productSlug": "gem", "name": "Gem", "count": 1}]
         assert [g.amount_atomic for g in world.grants()] == [20_000]
+
+
+def let_the_skipped_webhook_through(ref: RefWorld, what: str) -> None:
+    """Enable the endpoint again and retry the first event it skipped, by hand, under its
+    own event id; wait until the receiver has answered it 200."""
+    disable_webhook(ref, enabled=True)
+    event_id = next(iter(attempts(ref.sessions)))
+    with ref.developer() as developer:
+        developer.post(f"/api/developer/apps/game/webhook-attempts/{event_id}/retry"
+                       ).raise_for_status()
+    wait_for_value(lambda: [a for a in attempts(ref.sessions).values()
+                            if a.response_status == 200], what)
