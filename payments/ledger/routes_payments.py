@@ -159,20 +159,11 @@ class PaymentRoutes:
                 raise LostRace
             amount = self._amount(product, order)
             user = purchases.granted_user(asked, record, order)
-            try:
-                recorded = record_charge(session, ChargeIntent(
-                    app=app, product=product, authorization=authorization, amount=amount,
-                    order=order, developer_user_id=user, idempotency_key=key,
-                    source="product_route"), self.c.params, now)
-            except ApiError as exc:
-                # The same key racing with another code (a retry while the first call
-                # still ran): on PostgreSQL the delivery insert waited for the winner's
-                # commit and found its key taken. Roll back (this code stays unused) and
-                # run again, to compare with the winner's purchase.
-                if (exc.code == "IDEMPOTENCY_KEY_REUSED"
-                        and idempotency.find(session, app.id, "pay", key, now) is not None):
-                    raise LostRace from exc
-                raise
+            # (Racing a retry with another code, this code stays unused: see _record.)
+            recorded = self._record(session, "pay", ChargeIntent(
+                app=app, product=product, authorization=authorization, amount=amount,
+                order=order, developer_user_id=user, idempotency_key=key,
+                source="product_route"), now)
             answer = charge_response(recorded, authorization, now)
             idempotency.remember(session, app.id, "pay", key,
                                  purchases.fingerprint(record, authorization, user), 201,
@@ -182,6 +173,21 @@ class PaymentRoutes:
         status, answer, audience = await self._retrying(work)
         response = JSONResponse(answer, status_code=status)
         return self.cors.allow(response, request.headers.get("origin"), audience)
+
+    def _record(self, session: Session, scope: str, intent: ChargeIntent,
+                now: datetime) -> Recorded:
+        """``record_charge``, where a call racing its own key's first call (a retry while
+        that one still ran) is a LostRace: on PostgreSQL the delivery insert waited for the
+        winner's commit and found its key taken. This run rolls back (its charge row, and
+        the payment code it consumed, with it) and runs again, to answer with the winner's
+        stored answer, or ``IDEMPOTENCY_KEY_REUSED`` if it was another request."""
+        try:
+            return record_charge(session, intent, self.c.params, now)
+        except ApiError as exc:
+            if (exc.code == "IDEMPOTENCY_KEY_REUSED" and idempotency.find(
+                    session, intent.app.id, scope, intent.idempotency_key, now) is not None):
+                raise LostRace from exc
+            raise
 
     async def _retrying(self, work: Any) -> Any:
         """Run once more if a concurrent request with the same idempotency key won the
@@ -452,20 +458,10 @@ class PaymentRoutes:
                 raise ApiError("needs_budget", 402, "The connected wallet has no active budget; "
                                "send the user through the handoff to renew.",
                                budgetState="needs_budget")
-            try:
-                recorded = record_charge(session, ChargeIntent(
-                    app=app, product=product, authorization=authorization, amount=amount,
-                    order=order, developer_user_id=developer_user_id, idempotency_key=key,
-                    source="trusted_server"), self.c.params, now)
-            except ApiError as exc:
-                # The same key racing its own first call: on PostgreSQL the delivery insert
-                # waited for the winner's commit and then found its key taken. Roll this
-                # run back (its charge row with it) and run again to answer what the
-                # winner answered.
-                if (exc.code == "IDEMPOTENCY_KEY_REUSED" and idempotency.replay(
-                        session, app.id, "charge", key, request_hash, now) is not None):
-                    raise LostRace from exc
-                raise
+            recorded = self._record(session, "charge", ChargeIntent(
+                app=app, product=product, authorization=authorization, amount=amount,
+                order=order, developer_user_id=developer_user_id, idempotency_key=key,
+                source="trusted_server"), now)
             result = charge_response(recorded, authorization, now)
             result["paymentProof"] = sign_payment_proof(secret, {
                 "chargeId": result["chargeId"], "deliveryId": result["deliveryId"],
