@@ -38,6 +38,8 @@ from payments.ledger.config import LedgerConfig
 from payments.ledger.cors import Cors
 from payments.ledger.return_urls import origin_of
 from payments.ledger.routes_authorizations import AuthorizationRoutes
+from payments.ledger.routes_handoffs import HandoffRoutes
+from payments.ledger.routes_lookups import LookupRoutes
 from payments.ledger.routes_payments import PaymentRoutes
 from payments.ledger.session_lookups import SessionLookups
 from payments.mail import CapturingMailer, Mailer, SmtpMailer
@@ -267,6 +269,8 @@ def _api_host(settings: Settings, resources: Resources, developer: DeveloperServ
                    settings.runtime_url, runtime.publish, accept_session=False).routes(),
         *AuthorizationRoutes(developer, config, cors).routes(),
         *PaymentRoutes(developer, config, cors).routes(),
+        *LookupRoutes(developer, config).routes(),
+        *HandoffRoutes(developer, config).routes(),
     ], exception_handlers=EXCEPTION_HANDLERS)
 
 

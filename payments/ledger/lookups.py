@@ -1,6 +1,6 @@
 """Delivery and receipt lookups (spec 4.3, 5.1): one body for every kind of caller.
 
-A backend calls them on the API host with a ``zpk_`` key (``routes_payments``); a developer
+A backend calls them on the API host with a ``zpk_`` key (``routes_lookups``); a developer
 signed in to the console calls the same paths on the console host with the console session
 (spec 5.1 item 5, ``session_lookups``). Who may see the app is the caller's check, passed in
 as ``allow``, so both answer alike and another organization's ids stay "not found".

@@ -1,8 +1,9 @@
 """OpenAPI 3.1 description of the payment (ledger) endpoints on the API host, spec 4.1-4.6.
 
-The shapes below are what ``routes_authorizations.py`` and ``routes_payments.py`` return;
-``tests/test_openapi_ledger.py`` checks real responses against them with undocumented
-fields forbidden, and checks that every ``ApiError`` the ledger raises is listed in
+The shapes below are what ``routes_authorizations.py``, ``routes_payments.py``,
+``routes_lookups.py`` and ``routes_handoffs.py`` return; ``tests/test_openapi_ledger.py``
+checks real responses against them with undocumented fields forbidden, and checks that
+every ``ApiError`` the ledger raises is listed in
 :data:`ERROR_CODES` with its status.
 """
 

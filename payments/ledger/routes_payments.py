@@ -1,12 +1,10 @@
-"""Paying and looking up payments: the product route, orders, deliveries, receipts,
-account handoffs and trusted-server charges (spec 4.1-4.5)."""
+"""Paying: the product route, orders and trusted-server charges (spec 4.1, 4.2, 4.4).
+Looking payments up is routes_lookups.py (4.3); account handoffs, routes_handoffs.py (4.5)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from functools import partial
 from typing import Any
-from urllib.parse import urlencode
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
@@ -25,24 +23,17 @@ from payments.ledger.authorizations import active_authorization, current_authori
 from payments.ledger.charges import ChargeIntent, Recorded, record_charge
 from payments.ledger.config import LedgerConfig
 from payments.ledger.cors import Cors, preflight_route
-from payments.ledger.handoffs import Handoff, encode_handoff, merchant_user_hash
 from payments.ledger.keyauth import (
-    app_for_key,
     authorized_key,
     presented_key,
     require_app_access,
 )
 from payments.ledger.lookups import (
-    ByKey,
-    lookup_delivery,
-    lookup_delivery_by_key,
-    lookup_receipt,
     nameable,
 )
 from payments.ledger.models import (
     AccountConnection,
     Authorization,
-    CodeKind,
     ConnectionStatus,
     Order,
     OrderStatus,
@@ -50,7 +41,6 @@ from payments.ledger.models import (
 from payments.ledger.permits import ADDRESS_RE
 from payments.ledger.proofs import sign_payment_proof
 from payments.ledger.purchases import PayRequest
-from payments.ledger.return_urls import check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
 from payments.models import App, Pricing, Product, ProductStatus
 
@@ -98,10 +88,6 @@ class PaymentRoutes:
             Route("/api/pay/{app}/{product}", preflight_route(self.cors), methods=["OPTIONS"]),
             Route("/api/orders", self.create_order, methods=["POST"]),
             Route("/api/orders/{order_id}", self.get_order, methods=["GET"]),
-            Route("/api/deliveries", self.find_delivery, methods=["GET"]),
-            Route("/api/deliveries/{delivery_id}", self.get_delivery, methods=["GET"]),
-            Route("/api/receipts/{charge_id}", self.get_receipt, methods=["GET"]),
-            Route("/api/account-handoffs", self.handoff, methods=["POST"]),
             Route("/api/charges", self.trusted_charge, methods=["POST"]),
         ]
 
@@ -299,107 +285,6 @@ class PaymentRoutes:
             assert order is not None
             return {"order": self._order_view(order)}
         return JSONResponse(await self.s.run(work))
-
-    # -- deliveries and receipts (spec 4.3) ----------------------------------------------
-
-    async def get_delivery(self, request: Request) -> Response:
-        secret = presented_key(request)
-        delivery_id = request.path_params["delivery_id"]
-        now = self.s.clock()
-
-        def work(session: Session) -> dict[str, Any]:
-            api_key = authorized_key(session, secret, "deliveries:read", now)
-            return lookup_delivery(session, delivery_id, self.c.params,
-                                   partial(require_app_access, api_key))
-        return JSONResponse(await self.s.run(work))
-
-    async def find_delivery(self, request: Request) -> Response:
-        """By the developer's idempotency key (ours, beyond spec 4.3: docs/decisions.md)."""
-        secret = presented_key(request)
-        query = request.query_params
-        now = self.s.clock()
-
-        def work(session: Session) -> dict[str, Any]:
-            api_key = authorized_key(session, secret, "deliveries:read", now)
-            asked = ByKey.from_query(query)
-            return lookup_delivery_by_key(session, app_for_key(session, api_key, asked.app),
-                                          asked.key, self.c.params)
-        return JSONResponse(await self.s.run(work))
-
-    async def get_receipt(self, request: Request) -> Response:
-        secret = presented_key(request)
-        charge_id = request.path_params["charge_id"]
-        now = self.s.clock()
-
-        def work(session: Session) -> dict[str, Any]:
-            api_key = authorized_key(session, secret, "receipts:read", now)
-            return lookup_receipt(session, charge_id, self.c.params,
-                                  partial(require_app_access, api_key))
-        return JSONResponse(await self.s.run(work))
-
-    # -- account handoffs (spec 4.5, 3.5) --------------------------------------------------
-
-    async def handoff(self, request: Request) -> Response:
-        secret = presented_key(request)
-        read_body = await json_after_auth(request)
-        now = self.s.clock()
-
-        def work(session: Session) -> dict[str, Any]:
-            api_key = authorized_key(session, secret, "connections:create", now)
-            body = read_body()
-            slug = required_str(body, "appSlug", 63)
-            merchant_user_id = handoffs.merchant_user_id_of(body)
-            label = field_str(body, "gameAccountLabel", required=False, max_length=120,
-                              default="")
-            field_str(body, "emailHint", required=False, max_length=254)
-            wallet_hint = handoffs.wallet_hint_of(body)
-            return_url = required_str(body, "returnUrl", 2048)
-            app = require_app_access(api_key, app_by_slug(session, slug), "app")
-            target = check_return_url(
-                return_url, slug=app.slug, portal_url=self.c.portal_url,
-                runtime_url=self.c.runtime_url(app.slug),
-                runtime_active=app.runtime_served)
-            user_hash = merchant_user_hash(self.c.secret_key, app.id, merchant_user_id)
-            expires = now + self.c.handoff_ttl
-            token = encode_handoff(self.c.secret_key, Handoff(app.id, user_hash, label or "",
-                                                              expires))
-            query = {"app": app.slug, "return": return_url, "handoff": token}
-            if wallet_hint:
-                query["walletHint"] = wallet_hint
-            connection = session.scalar(select(AccountConnection).where(
-                AccountConnection.app_id == app.id,
-                AccountConnection.merchant_user_hash == user_hash,
-                AccountConnection.status == ConnectionStatus.ACTIVE))
-            authorization = (active_authorization(session, connection.owner_wallet,
-                                                  self.c.params.spender)
-                             if connection else None)
-            ready = authorization is not None and remaining(authorization, now) > 0
-            if connection is not None and not ready:
-                query["renew"] = "1"
-            result: dict[str, Any] = {
-                "status": "ready" if ready else
-                          "needs_budget" if connection is not None else "needs_connection",
-                "handoff": {"portalUrl": f"{self.c.portal_url}/authorize?{urlencode(query)}",
-                            "expiresAt": expires.isoformat(), "appSlug": app.slug,
-                            "gameAccountLabel": label or ""},
-                "connection": None if connection is None else {
-                    "id": connection.id, "status": connection.status.value,
-                    "ownerWallet": connection.owner_wallet,
-                    "budgetRemaining": str(remaining(authorization, now) if authorization
-                                           else 0),
-                    "boundAt": connection.bound_at.isoformat()},
-            }
-            if ready and authorization is not None and connection is not None:
-                issued = codes.issue(session, CodeKind.SUMMARY, ttl=self.c.summary_ttl,
-                                     now=now, authorization_id=authorization.id, app_id=app.id,
-                                     audience=target.audience, return_url=return_url,
-                                     connection_id=connection.id)
-                result["authorization"] = {
-                    "ownerWallet": authorization.owner_wallet,
-                    "spender": authorization.spender, "authorizationCode": issued.code,
-                    "accountConnectionId": connection.id}
-            return result
-        return JSONResponse(await self.s.run(work), headers={"cache-control": "no-store"})
 
     # -- trusted-server charges (spec 4.4) ---------------------------------------------------
 
