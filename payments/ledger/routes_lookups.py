@@ -3,6 +3,7 @@ the developer's idempotency key) and receipts (spec 4.3)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -11,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from payments.developer.models import ApiKey
 from payments.developer.services import DeveloperServices
 from payments.ledger.config import LedgerConfig
 from payments.ledger.keyauth import app_for_key, authorized_key, presented_key, require_app_access
@@ -30,37 +32,32 @@ class LookupRoutes:
         ]
 
     async def get_delivery(self, request: Request) -> Response:
-        secret = presented_key(request)
         delivery_id = request.path_params["delivery_id"]
-        now = self.s.clock()
-
-        def work(session: Session) -> dict[str, Any]:
-            api_key = authorized_key(session, secret, "deliveries:read", now)
-            return lookup_delivery(session, delivery_id, self.c.params,
-                                   partial(require_app_access, api_key))
-        return JSONResponse(await self.s.run(work))
+        return await self._answer(request, "deliveries:read", lambda session, key: (
+            lookup_delivery(session, delivery_id, self.c.params,
+                            partial(require_app_access, key))))
 
     async def find_delivery(self, request: Request) -> Response:
         """By the developer's idempotency key (ours, beyond spec 4.3: docs/decisions.md)."""
-        secret = presented_key(request)
         query = request.query_params
-        now = self.s.clock()
 
-        def work(session: Session) -> dict[str, Any]:
-            api_key = authorized_key(session, secret, "deliveries:read", now)
+        def answer(session: Session, key: ApiKey) -> dict[str, Any]:
             asked = ByKey.from_query(query)
-            return lookup_delivery_by_key(session, app_for_key(session, api_key, asked.app),
+            return lookup_delivery_by_key(session, app_for_key(session, key, asked.app),
                                           asked.key, self.c.params)
-        return JSONResponse(await self.s.run(work))
+        return await self._answer(request, "deliveries:read", answer)
 
     async def get_receipt(self, request: Request) -> Response:
-        secret = presented_key(request)
         charge_id = request.path_params["charge_id"]
+        return await self._answer(request, "receipts:read", lambda session, key: (
+            lookup_receipt(session, charge_id, self.c.params, partial(require_app_access, key))))
+
+    async def _answer(self, request: Request, scope: str,
+                      answer: Callable[[Session, ApiKey], dict[str, Any]]) -> Response:
+        """``answer`` for the request's key, once it is known to hold ``scope``."""
+        secret = presented_key(request)
         now = self.s.clock()
 
         def work(session: Session) -> dict[str, Any]:
-            api_key = authorized_key(session, secret, "receipts:read", now)
-            return lookup_receipt(session, charge_id, self.c.params,
-                                  partial(require_app_access, api_key))
+            return answer(session, authorized_key(session, secret, scope, now))
         return JSONResponse(await self.s.run(work))
-
