@@ -216,6 +216,9 @@ class BackendClient(_Backend):
         return self._send(self._charge(product_id, developer_user_id, account_connection_id,
                                        idempotency_key, order_id))
 
+    # Spec 4.4's name for the helper (``createTrustedServerCharge``, SDK 0.2.12).
+    create_trusted_server_charge = create_trusted_charge
+
 
 class AsyncBackendClient(_Backend):
     """The same client on ``httpx.AsyncClient``: every call is awaitable."""
@@ -295,3 +298,5 @@ class AsyncBackendClient(_Backend):
         return await self._send(self._charge(product_id, developer_user_id,
                                              account_connection_id, idempotency_key,
                                              order_id))
+
+    create_trusted_server_charge = create_trusted_charge  # spec 4.4's name, as above

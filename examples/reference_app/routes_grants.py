@@ -150,7 +150,7 @@ async def trusted_charge(request: Request) -> JSONResponse:
             raise AppError("ACCOUNT_CONNECTION_MISMATCH", 409, "The account is connected to "
                            "another wallet than this purchase expected.")
         assert item.product_id is not None and key is not None
-        charge = await backend.create_trusted_charge(
+        charge = await backend.create_trusted_server_charge(
             product_id=item.product_id, account_connection_id=handoff.connection.id,
             developer_user_id=player.user_id, idempotency_key=key, order_id=order_id)
     except ProofError as exc:

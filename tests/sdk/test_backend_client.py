@@ -202,8 +202,9 @@ def test_a_replayed_proof_without_the_status_is_not_grantable(
     with backend() as client:
         first = client.create_trusted_charge(**request)
         make_stored_charge_legacy(world.sessions, world.api_key, "game:boost:old")
-        replayed = client.create_trusted_charge(**request)
-        assert replayed.charge_id == first.charge_id  # a replay, not a second charge
+        # Spec 4.4's name for the helper is the same call: a replay, not a second charge.
+        replayed = client.create_trusted_server_charge(**request)
+        assert replayed.charge_id == first.charge_id
         assert "deliveryStatus" not in replayed.proof
         assert replayed.status == replayed.delivery.status == STATUS_UNPROVEN
         assert not replayed.delivery.grantable
