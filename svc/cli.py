@@ -29,6 +29,7 @@ from svc.commands import (
     webhooks,
 )
 from svc.errors import CliError, ExitCode, for_api_failure
+from svc.int_flags import whole_number
 from svc.output import Output
 from svc.trace import tracing
 from svc.ttl import parse_ttl
@@ -183,7 +184,7 @@ def _webhook_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser
     attempts = commands.add_parser("attempts", parents=[common, target],
                                    help="recent events and their delivery (needs apps:read)")
     attempts.add_argument("--status", choices=["pending", "delivered", "failed", "skipped"])
-    attempts.add_argument("--limit", type=int, default=20)
+    attempts.add_argument("--limit", type=whole_number, default=20, metavar="N")
     attempts.set_defaults(run=webhooks.list_attempts)
 
 

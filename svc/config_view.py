@@ -79,8 +79,10 @@ def _runtime_lines(inputs: dict[str, Any] | None) -> list[str]:
             f"{inputs['manifestUrl']} and expect {expected}."]
 
 
-def applied_lines(applied: dict[str, Any]) -> list[str]:
-    """What an apply (or rollback) did, and the new webhook secret, printed this once."""
+def applied_lines(applied: dict[str, Any], shown: list[dict[str, Any]]) -> list[str]:
+    """What an apply (or rollback) did, the warnings its plan (``shown``) did not have (the
+    events enabling the webhook left unsent, a state it could not record), and the new
+    webhook secret, printed this once."""
     revision = applied.get("revision")
     summary = applied["summary"]
     if revision is None:
@@ -89,6 +91,10 @@ def applied_lines(applied: dict[str, Any]) -> list[str]:
         lines = [f"Applied revision {revision['number']} ({revision['id']}) to "
                  f"{applied['app']}: {summary['create']} created, {summary['update']} "
                  f"updated, {summary['disable']} disabled, {summary['unchanged']} unchanged."]
+    new = [w for w in applied.get("warnings") or [] if w not in shown]
+    if new:
+        lines.append("Warnings:")
+        lines += [f"  {w['key']}: {w['message']}" for w in new]
     secret = (applied.get("secrets") or {}).get("webhookSigningSecret")
     if secret:
         lines += [STORAGE_NOTE, f"  {secret}"]

@@ -126,6 +126,29 @@ def test_config_revision_state_migration(db_url: str) -> None:
         engine.dispose()
 
 
+def test_webhook_events_delivery_index_migration(db_url: str) -> None:
+    """0014: a delivery's events (its legacy twin, ``delivery.fulfilled``'s lookups) are
+    found through an index on webhook_events.delivery_id, not a scan of every event."""
+    engine = make_engine(db_url)
+
+    def indexed() -> list[list[str | None]]:
+        return [i["column_names"] for i in inspect(engine).get_indexes("webhook_events")]
+    try:
+        assert ["delivery_id"] in indexed()
+        if engine.dialect.name == "sqlite":  # the planner's choice, on an empty table too
+            with engine.connect() as conn:
+                plan = " ".join(str(row[-1]) for row in conn.execute(text(
+                    "EXPLAIN QUERY PLAN SELECT id FROM webhook_events WHERE delivery_id = 'x' "
+                    "AND type = 'delivery.created'")))
+            assert "USING INDEX ix_webhook_events_delivery_id" in plan, plan
+        migrate.downgrade(engine, "0013")
+        assert ["delivery_id"] not in indexed()
+        migrate.upgrade(engine)
+        assert ["delivery_id"] in indexed()
+    finally:
+        engine.dispose()
+
+
 @pytest.mark.parametrize("name", ["Docs", "API", "Account", "Admin", "statusz"])
 def test_reserved_slug_refused(sessions: sessionmaker[Session], name: str) -> None:
     with pytest.raises(ApiError) as caught, transaction(sessions) as session:

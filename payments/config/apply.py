@@ -26,7 +26,7 @@ from payments.errors import ApiError
 from payments.models import App, Product, ProductStatus
 from payments.products import apply_product_fields, new_product
 from payments.runtime import operations
-from payments.webhooks import endpoints
+from payments.webhooks import endpoints, resend
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
 from payments.webhooks.signing_secrets import SecretBox
 
@@ -87,6 +87,8 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
                                  entry)
         elif op.resource == "webhook":
             ids["webhook"] = _apply_webhook(session, target, op, context, box, now, secrets)
+            if op.op == "update":  # a declared endpoint is enabled: it may have been off
+                plan.warnings += _left_unsent(session, ids["webhook"], target.slug)
     ids["products"] = apply_product_ops(session, target,
                                         [op for op in plan.ops if op.resource == "product"])
     revision = None
@@ -106,6 +108,22 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
             raise conflict(None, base) from None
     ids["revision"] = revision.id if revision else None
     return Applied(plan, target, revision, ids, secrets)
+
+
+def _left_unsent(session: Session, endpoint_id: str, slug: str) -> list[dict[str, Any]]:
+    """The events skipped while the endpoint was disabled that enabling it left unsent, as
+    the webhook API's answers count them (``skippedWhileDisabled``): a warning, as the
+    spec's compact apply result has no other place for it (docs/decisions.md)."""
+    endpoint = session.get(WebhookEndpoint, endpoint_id)
+    assert endpoint is not None
+    count = resend.count_skipped_while_disabled(session, endpoint)
+    if not count or endpoint.status is not EndpointStatus.ENABLED:
+        return []
+    return [{"code": "webhook_skipped_while_disabled", "key": endpoint.url,
+             "skippedWhileDisabled": count,
+             "message": f"{count} event(s) came due while the endpoint was disabled and were "
+                        "not sent; resend them in the order they were created with "
+                        f"`svc webhook resend-skipped --app {slug}`."}]
 
 
 def _state(session: Session, app: App, document: dict[str, Any],

@@ -37,7 +37,9 @@ OP = _obj(["op", "resource", "key", "id", "changes"],
 SUMMARY = _obj(["create", "update", "disable", "unchanged"],
                **{k: {"type": "integer", "minimum": 0}
                   for k in ("create", "update", "disable", "unchanged")})
-WARNING = _obj(["code", "key", "message"], code=STR, key=STR, message=STR)
+WARNING = _obj(["code", "key", "message"], code=STR, key=STR, message=STR,
+               # webhook_skipped_while_disabled's count, as the webhook API's answers say it
+               skippedWhileDisabled={"type": "integer", "minimum": 1})
 REVISION = _obj(
     ["id", "number", "appId", "mode", "summary", "appliedBy", "via", "rollbackOf",
      "createdAt"], id=REV, number={"type": "integer", "minimum": 1}, appId=STR,

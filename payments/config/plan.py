@@ -76,7 +76,7 @@ class Plan:
     base_revision: str | None
     ops: list[Op] = field(default_factory=list)
     errors: list[Problem] = field(default_factory=list)
-    warnings: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
     missing_secrets: list[dict[str, str]] = field(default_factory=list)
     runtime_validation: dict[str, Any] | None = None
 

@@ -156,6 +156,7 @@ class DeveloperApi:
         read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
+            app = who.app(session, ref, "apps:write")  # before the body: 404 whatever it is
             body = read_body()
             changes: dict[str, Any] = {}
             for wire, limit in (("name", 120), ("headline", 200), ("entryUrl", 2048)):
@@ -169,7 +170,6 @@ class DeveloperApi:
                                field="type")
             tags = field_str_list(body, "tags")
             targets = field_str_list(body, "distributionTargets")
-            app = who.app(session, ref, "apps:write")
             if "name" in changes:
                 if not changes["name"].strip():
                     raise ApiError("invalid_name", 422, "An app name cannot be empty.")
@@ -217,13 +217,12 @@ class DeveloperApi:
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "products:write")
-            body = read_body()
             product = session.scalar(select(Product).where(
                 Product.app_id == app.id,
                 (Product.id == product_ref) | (Product.slug == product_ref)))
             if product is None:
                 raise ApiError("product_not_found", 404, f"No product '{product_ref}'.")
-            apply_product_fields(product, body, creating=False)
+            apply_product_fields(product, read_body(), creating=False)
             session.flush()
             return {"product": product_view(product, self.s.base_url, app.slug)}
         return JSONResponse(await self._as(request, work))
@@ -260,9 +259,8 @@ class DeveloperApi:
         read_body = await json_after_auth(request)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
-            app = who.app(session, ref, "keys:create")
+            key = _app_key(session, who.app(session, ref, "keys:create"), key_id)
             label, scopes = key_changes(read_body())
-            key = _app_key(session, app, key_id)
             update_key(key, label=label, scopes=scopes)
             session.flush()
             return {"key": key_view(key)}

@@ -219,7 +219,9 @@ class WebhookEvent(Base):
     id: Mapped[str] = id_column(IdPrefix.EVENT)
     app_id: Mapped[str] = mapped_column(ForeignKey("apps.id"), index=True)
     type: Mapped[str] = mapped_column(String(40))
-    delivery_id: Mapped[str | None] = mapped_column(ForeignKey("deliveries.id"), default=None)
+    # Indexed: a delivery's events are looked up by it (the legacy twin, fulfilment).
+    delivery_id: Mapped[str | None] = mapped_column(ForeignKey("deliveries.id"), default=None,
+                                                    index=True)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = time_column()
 

@@ -101,15 +101,15 @@ class RuntimeApi:
         ref = request.path_params["app"]
         read_body = await json_after_auth(request)
         await self._limit(request, CHANGE_LIMIT)  # authenticates first
-        body = read_body()
-        origin = self._origin(field_str(body, "origin", max_length=2048))
-        app_path = _path(body, "appPath", "/")
-        # Where a full-page authorization return lands: the app's own screen unless told
-        # otherwise (spec 2.8 defaults both to /; an app at /play returns to /play).
-        entry_path = _path(body, "entryPath", app_path)
 
         def work(session: Session, who: Principal) -> tuple[dict[str, Any], bool]:
-            app = who.app(session, ref, WRITE_SCOPE)
+            app = who.app(session, ref, WRITE_SCOPE)  # before the body: 404 whatever it is
+            body = read_body()
+            origin = self._origin(field_str(body, "origin", max_length=2048))
+            app_path = _path(body, "appPath", "/")
+            # Where a full-page authorization return lands: the app's own screen unless
+            # told otherwise (spec 2.8 defaults both to /; an app at /play returns to /play).
+            entry_path = _path(body, "entryPath", app_path)
             changed = operations.configure(session, app, origin, app_path, entry_path)
             return {"runtime": self._view(app), "changed": changed}, changed
         result, changed = await self._as(request, work)

@@ -60,12 +60,6 @@ class WebhookApi:
         await enforce_for_developer(
             self.s.developer, credentials(request, accept_session=self.accept_session), limit)
 
-    async def _resolved(self, request: Request, ref: str, url: str) -> None:
-        """The URL's text rules, then its DNS answers, before the unit that saves it."""
-        checked = await self._as(request, lambda session, who: ops.checked_url(
-            session, who, ref, url, self.s))
-        await ops.resolve(checked, self.s)
-
     # Endpoints
 
     async def list_endpoints(self, request: Request) -> Response:
@@ -85,8 +79,11 @@ class WebhookApi:
         ref = request.path_params["app"]
         read_body = await json_after_auth(request)
         await self._limit(request, self.s.limits.management)  # authenticates first
-        url, events = ops.creation_input(read_body())
-        await self._resolved(request, ref, url)
+        # The app, then the body and the URL's text rules, then its DNS answers, before
+        # the unit that saves it.
+        url, events, checked = await self._as(request, lambda session, who: (
+            ops.checked_creation(session, who, ref, read_body, self.s)))
+        await ops.resolve(checked, self.s)
         webhook, secret = await self._as(request, lambda session, who: ops.create(
             session, who, ref, url, events, self.s))
         # The only answers that carry the secret: this one and rotate's.
@@ -97,9 +94,10 @@ class WebhookApi:
         ref, hook = request.path_params["app"], request.path_params["webhook"]
         read_body = await json_after_auth(request)
         await self._limit(request, self.s.limits.management)  # authenticates first
-        wanted = ops.change_input(read_body())
-        if wanted.url is not None:
-            await self._resolved(request, ref, wanted.url)
+        wanted, checked = await self._as(request, lambda session, who: (
+            ops.checked_change(session, who, ref, hook, read_body, self.s)))
+        if checked is not None:
+            await ops.resolve(checked, self.s)
         return JSONResponse({"webhook": await self._as(request, lambda session, who: ops.change(
             session, who, ref, hook, wanted, self.s))})
 

@@ -6,12 +6,14 @@ Each function below taking a ``Principal`` is the body of one unit of work run a
 caller: it finds the app with the scope the action needs (``apps:read`` to look,
 ``webhooks:write`` to change), acts through ``endpoints`` and ``outbox``, and answers wire
 shapes (``views``); the signing secret only where it is made. A URL's DNS answers are
-checked between two units (``checked_url``, then ``resolve``), never inside one: a slow DNS
+checked between two units (``checked_creation`` or ``checked_change``, then ``resolve``),
+never inside one: a slow DNS
 server must hold no database lock (SQLite locks at BEGIN).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -86,12 +88,30 @@ def attempt_filter(status: str | None, event_type: str | None, before: datetime 
                          before, limit)
 
 
-# The URL's DNS check, between two units of work
+# Checked in a read-only unit, the URL's DNS answers next (``resolve``), then the change
 
-def checked_url(session: Session, who: Principal, ref: str, url: str,
-                s: WebhookServices) -> CheckedUrl:
-    """The text rules for this app (a read-only unit), before ``resolve``."""
-    return endpoints.check_url(url, who.app(session, ref, WRITE), s.checks)
+Body = Callable[[], dict[str, Any]]  # the request's fields, read once the caller may act
+
+
+def checked_creation(session: Session, who: Principal, ref: str, read: Body,
+                     s: WebhookServices) -> tuple[str, list[str], CheckedUrl]:
+    """What a creation asks for, its URL under this app's text rules. The app is found
+    first: one that does not exist or is another organization's is 404 whatever was sent,
+    and a caller who may not use it learns nothing of the fields expected."""
+    app = who.app(session, ref, WRITE)
+    url, events = creation_input(read())
+    return url, events, endpoints.check_url(url, app, s.checks)
+
+
+def checked_change(session: Session, who: Principal, ref: str, hook: str, read: Body,
+                   s: WebhookServices) -> tuple[EndpointChange, CheckedUrl | None]:
+    """What a change asks for, a new URL under this app's text rules; the app and its
+    endpoint are found first, as in ``checked_creation``."""
+    app = who.app(session, ref, WRITE)
+    endpoints.endpoint_of(session, app, hook)
+    wanted = change_input(read())
+    return wanted, (None if wanted.url is None else
+                    endpoints.check_url(wanted.url, app, s.checks))
 
 
 async def resolve(checked: CheckedUrl, s: WebhookServices) -> None:

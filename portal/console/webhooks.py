@@ -19,7 +19,6 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from manifest.url_policy import CheckedUrl
 from payments.developer.auth import Principal
 from payments.errors import ApiError
 from payments.ratelimit import Limit
@@ -77,12 +76,10 @@ class WebhookPages:
         try:
             form = await read_form(request)
 
-            def check(session: Session, who: Principal) -> tuple[str, list[str], CheckedUrl]:
-                who.app(session, ref, ops.WRITE)  # another organization's: 404 first
-                url, events = ops.creation_input(_body(form))
-                return url, events, ops.checked_url(session, who, ref, url, self.s)
             _, (url, events, checked) = await self.c.as_developer(
-                request, check, form=form, limit=self.s.limits.management)
+                request, lambda session, who: ops.checked_creation(
+                    session, who, ref, lambda: _body(form), self.s),
+                form=form, limit=self.s.limits.management)
             await ops.resolve(checked, self.s)
             nav, (webhook, secret) = await self.c.as_developer(
                 request, lambda session, who: ops.create(session, who, ref, url, events,
@@ -114,15 +111,10 @@ class WebhookPages:
         try:
             form = await read_form(request)
             section = "endpoint" if "enabled" in form.fields else "change"
-
-            def check(session: Session, who: Principal) -> tuple[ops.EndpointChange,
-                                                                 CheckedUrl | None]:
-                who.app(session, ref, ops.WRITE)  # another organization's: 404 first
-                wanted = ops.change_input(_change_body(form))
-                return wanted, (None if wanted.url is None else
-                                ops.checked_url(session, who, ref, wanted.url, self.s))
             _, (wanted, checked) = await self.c.as_developer(
-                request, check, form=form, limit=self.s.limits.management)
+                request, lambda session, who: ops.checked_change(
+                    session, who, ref, hook, lambda: _change_body(form), self.s),
+                form=form, limit=self.s.limits.management)
             if checked is not None:
                 await ops.resolve(checked, self.s)
             await self.c.as_developer(request, lambda session, who: ops.change(

@@ -35,6 +35,7 @@ from svc.commands.target import app_of, app_option, segment
 from svc.config_sources import DEFAULT_FILE, load_config
 from svc.config_view import plan_lines, revision_detail_lines, revision_line
 from svc.errors import ExitCode
+from svc.int_flags import whole_number
 from svc.output import Output
 
 MODES = ("merge", "mirror")
@@ -67,9 +68,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
         help="list the app's config revisions, or show one (needs apps:read)")
     revisions.add_argument("revision", nargs="?", metavar="REVISION",
                            help="a zcfgrev_ id: show that revision's changes and config")
-    revisions.add_argument("--limit", type=int, metavar="N",
+    revisions.add_argument("--limit", type=whole_number, metavar="N",
                            help="at most N revisions (1-200; the service's default: 50)")
-    revisions.add_argument("--before", type=int, metavar="NUMBER",
+    revisions.add_argument("--before", type=whole_number, metavar="NUMBER",
                            help="older revisions: those numbered below NUMBER")
     revisions.set_defaults(run=list_revisions)
     rollback = commands.add_parser(

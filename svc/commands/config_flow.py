@@ -88,7 +88,7 @@ def carry_out(out: Output, proposal: Proposal, *, assume_yes: bool) -> int:
     except ApiFailure as failure:
         return out.report(payload, lines, _refusal(failure, proposal.again))
     payload["applied"] = applied
-    return out.report(payload, [*lines, *applied_lines(applied)])
+    return out.report(payload, [*lines, *applied_lines(applied, plan["warnings"])])
 
 
 def _cannot_ask(out: Output) -> CliError | None:

@@ -11,6 +11,7 @@ import argparse
 import os
 from pathlib import Path
 
+from svc.amount_flags import ORDER_AMOUNT
 from svc.amounts import AmountError, parse_atomic, usd_to_atomic
 from svc.backend import BackendClient, BackendError, new_idempotency_key
 from svc.commands.grant import signed_in
@@ -23,7 +24,6 @@ from svc.project import api_url_from_environment
 
 KEY_VARIABLE = "SVC_API_KEY"
 PRODUCT_ID_PREFIX = "zprod_"
-AMOUNT_FIELD = "amountAtomic"  # the API's name for what --amount / --amount-atomic set
 
 
 def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -84,8 +84,8 @@ def _failure(answer: BackendError, args: argparse.Namespace, amount: int | None)
     errors = [{k: str(e.get(k, "")) for k in ("path", "code", "message")}
               for e in answer.body.get("errors") or [] if isinstance(e, dict)]
     message = answer.message
-    if answer.body.get("field") == AMOUNT_FIELD:
-        message = _in_flag_terms(message, args, amount)
+    if answer.body.get("field") == ORDER_AMOUNT.field:  # the person typed a flag
+        message = ORDER_AMOUNT.named(message, args.amount, args.amount_atomic, amount)
     return for_api_failure(answer.status, answer.code or f"http_{answer.status}", message,
                            None, errors)
 
@@ -99,20 +99,6 @@ def _key_failure(answer: BackendError) -> CliError | None:
         return CliError(f"{answer.message} Create a key that has it.", ExitCode.SCOPE,
                         code=answer.code, command="svc keys create --scopes orders:create")
     return None
-
-
-def _in_flag_terms(message: str, args: argparse.Namespace, amount: int | None) -> str:
-    """The service's message about ``amountAtomic`` with the flag that set it named instead:
-    the person typed a flag, not a field. Only the name changes; the figures the service
-    quotes are atomic units, so an ``--amount`` in USD is shown converted beside them."""
-    if args.amount_atomic is not None:
-        return message.replace(AMOUNT_FIELD, "--amount-atomic")
-    if args.amount is None:
-        return message.replace(AMOUNT_FIELD, "--amount USD (or --amount-atomic N)")
-    named = message.replace(AMOUNT_FIELD, "--amount")
-    if any(c in "0123456789" for c in message):  # the service quotes figures
-        named = f"{named.rstrip('.')} (atomic units; --amount {args.amount} is {amount})."
-    return named
 
 
 def _amount(usd: str | None, atomic: str | None) -> int | None:

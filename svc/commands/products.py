@@ -9,11 +9,14 @@ in ``svc.toml``); ``upsert`` creates and changes, and never removes a product.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from svc.amount_flags import PRODUCT_PRICE
 from svc.amounts import AmountError, atomic_to_usd, parse_atomic, usd_to_atomic
-from svc.client import DeveloperClient
+from svc.client import ApiFailure, DeveloperClient
 from svc.commands.target import app_option, app_path, client_for_app, segment
 from svc.errors import ExitCode, usage
 from svc.output import Output
@@ -87,7 +90,7 @@ def upsert_products(args: argparse.Namespace, out: Output) -> int:
         wanted = load_products(_products_file(args))
     client, slug = client_for_app(args)
     applied: list[Change] = []
-    with client:
+    with client, _price_flags_named(args, from_flags=bool(args.product)):
         changes = plan(wanted, _products(client, slug))
         if args.product:  # one product named: the others are not this command's business
             changes = [c for c in changes if c.kind != "-"]
@@ -120,7 +123,7 @@ def create_product(args: argparse.Namespace, out: Output) -> int:
         raise usage("A product needs --product SLUG, --name and --price (or --price-atomic), "
                     "or a --template.")
     client, slug = client_for_app(args)
-    with client:
+    with client, _price_flags_named(args):
         product = client.call("POST", app_path(slug, "products"), body)["product"]
     out.emit({"app": slug, "product": product}, [f"Created {product_line(product)}",
                                                  f"  payment route: {product['paymentRoute']}"])
@@ -135,7 +138,7 @@ def update_product(args: argparse.Namespace, out: Output) -> int:
         raise usage("Nothing to change: give --name, --slug, --sku, --price, --price-atomic, "
                     "--risk-mode or --status.")
     client, slug = client_for_app(args)
-    with client:
+    with client, _price_flags_named(args):
         product = client.call("PATCH", app_path(slug, f"products/{segment(args.product)}"),
                               body)["product"]
     out.emit({"app": slug, "product": product, "changed": sorted(body)},
@@ -160,6 +163,21 @@ def price_atomic(usd: str | None, atomic: str | None) -> str | None:
     except AmountError as exc:
         raise usage(str(exc)) from exc
     return None
+
+
+@contextmanager
+def _price_flags_named(args: argparse.Namespace, *, from_flags: bool = True) -> Iterator[None]:
+    """The service's refusals of ``priceAtomic`` name the flag that set it (a products file
+    names the field itself, so its refusals are left as they are)."""
+    try:
+        yield
+    except ApiFailure as answer:
+        if not from_flags or answer.body.get("field") != PRODUCT_PRICE.field:
+            raise
+        sent = price_atomic(args.price, args.price_atomic)
+        message = PRODUCT_PRICE.named(answer.message, args.price, args.price_atomic,
+                                      None if sent is None else int(sent))
+        raise ApiFailure(answer.status, {**answer.body, "message": message}) from None
 
 
 def _flag_fields(args: argparse.Namespace) -> dict[str, Any]:

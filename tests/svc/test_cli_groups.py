@@ -118,6 +118,21 @@ def test_products_create_update_diff_and_upsert(world: World) -> None:
                    "--price", "1", exit_code=1)["code"] == "product_exists"
     assert run(world, "product", "create", "--product", "x", "--price", "1",
                "--price-atomic", "1").returncode == 2  # one price flag at a time
+    # The service's refusals of priceAtomic name the flag that set it, as order create's do.
+    for given, message in [
+        (("create", "--product", "x", "--name", "X", "--price", "0"),
+         "--price must be greater than zero."),
+        (("create", "--product", "x", "--name", "X", "--price-atomic", "0"),
+         "--price-atomic must be greater than zero."),
+        (("update", "--product", "retry", "--price", "0.000000"),
+         "--price must be greater than zero."),
+        (("upsert", "--product", "retry", "--price-atomic", "00"),
+         "--price-atomic must be greater than zero."),
+    ]:
+        price = refused(world, "product", *given, exit_code=2)
+        assert (price["code"], price["message"]) == ("invalid_amount", message), given
+        text = run(world, "product", *given)
+        assert "priceAtomic" not in text.stderr + text.stdout, given
 
     listed = ok(world, "product", "list")["products"]
     assert [p["slug"] for p in listed] == ["retry", "tip"]

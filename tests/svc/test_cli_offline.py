@@ -100,3 +100,42 @@ def test_exit_codes_for_api_errors() -> None:
     assert for_api_failure(422, "invalid_scope", "", None).exit_code == 2
     assert for_api_failure(404, "app_not_found", "", None).exit_code == 1
     assert for_api_failure(500, "internal_error", "", None).exit_code == 1
+
+
+# Every integer flag of the CLI, with its command (a grant to a closed port is stored: a
+# value that got through would be sent, and the exit code would be 5, not 2).
+INTEGER_FLAGS = [(["webhook", "attempts"], "--limit"), (["config", "revisions"], "--limit"),
+                 (["config", "revisions"], "--before")]
+
+
+@pytest.mark.parametrize(("command", "flag"), INTEGER_FLAGS)
+@pytest.mark.parametrize("value", ["\u0665", "\u0661\u0660", "\uff15", "\u00b2", " 5", "+5",
+                                   "1_0", "-1", "5.0", "", "1" * 40])
+def test_integer_flags_take_ascii_digits_only(
+        config: GrantStore, capsys: pytest.CaptureFixture[str], command: list[str], flag: str,
+        value: str) -> None:
+    """``int()`` reads Arabic-Indic or fullwidth digits, spaces, a sign and underscores: a
+    number spelled as the service never spells one, silently sent on."""
+    store_grant(config, closed_url())
+    assert main([*command, f"{flag}={value}"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"argument {flag}: {value!r} is not a whole number" in err, err
+    assert "ASCII digits 0-9" in err
+
+
+@pytest.mark.parametrize(("command", "flag"), INTEGER_FLAGS)
+def test_integer_flags_read_ascii_digits(config: GrantStore, command: list[str],
+                                         flag: str) -> None:
+    store_grant(config, closed_url())
+    assert main([*command, flag, "007"]) == ExitCode.NETWORK  # parsed, then sent
+
+
+def test_a_price_in_other_digits_is_refused(config: GrantStore,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    store_grant(config, closed_url())
+    for flag in ("--price", "--price-atomic"):
+        assert main(["product", "create", "--product", "x", "--name", "X", flag,
+                     "\u0665"]) == ExitCode.USAGE
+        err = capsys.readouterr().err
+        assert "'\u0665' is not a" in err and ("write it like 0.05" in err
+                                              or "write it like 50000" in err), err

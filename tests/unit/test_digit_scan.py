@@ -4,8 +4,10 @@ In a str pattern ``\\d`` matches every script's decimal digits (Arabic-Indic, fu
 ...), and ``str.isdigit()`` says yes to those and to "²" as well: ``int()`` refuses "²" (a
 ValueError where a clear refusal was meant) and reads the others as numbers spelled in a
 way our wire never is. Patterns say ``[0-9]``; text is checked with ``payments.digits`` or,
-in the SDK and the reference app (which import no server code), ``svc.digits``. These
-tests walk every module of ours to keep it that way.
+in the SDK and the reference app (which import no server code), ``svc.digits``; the
+``svc`` CLI's integer flags with ``svc.int_flags.whole_number``, not argparse's
+``type=int`` (which is ``int()``). These tests walk every module of ours to keep it that
+way.
 """
 
 from __future__ import annotations
@@ -87,6 +89,13 @@ def digit_checks(tree: ast.Module) -> list[tuple[str, int]]:
     return found
 
 
+def int_flags(tree: ast.Module) -> list[int]:
+    """Lines of calls given ``type=int`` (an argparse flag read with ``int()``)."""
+    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
+                  and any(k.arg == "type" and isinstance(k.value, ast.Name)
+                          and k.value.id == "int" for k in node.keywords))
+
+
 def _schema_patterns(value: Any) -> Iterator[str]:
     if isinstance(value, dict):
         for key, item in value.items():
@@ -140,3 +149,15 @@ def test_the_scan_finds_digit_checks_called_or_passed() -> None:
     tree = ast.parse("class A:\n    def f(self, t):\n        return t.isnumeric()\n"
                      "ok = all(map(str.isdecimal, parts))\n")
     assert digit_checks(tree) == [("A.f", 3), ("", 4)]
+
+
+def test_the_cli_reads_integer_flags_as_ascii_digits() -> None:
+    found = [f"{path}:{line}" for path, tree in _sources() if path.startswith("svc/")
+             for line in int_flags(tree)]
+    assert found == [], f"type=svc.int_flags.whole_number, not type=int: {found}"
+
+
+def test_the_scan_finds_int_flags() -> None:
+    tree = ast.parse('p.add_argument("--n", type=int)\np.add_argument("--m", type=number)\n'
+                     'q.add_argument(\n    "--k", default=1, type=int)\n')
+    assert int_flags(tree) == [1, 3]

@@ -176,3 +176,36 @@ def test_enable_tells_what_was_skipped_and_resend_skipped_sends_it_once(
             "webhook", "resend-skipped").stdout
         assert len(hook.requests) == 2
         assert "came due while" not in cli.run("webhook", "update", "--enable").stdout
+
+
+def test_config_apply_that_enables_the_endpoint_tells_what_was_skipped(
+        paying_cli: tuple[Cli, PayWorld]) -> None:
+    """An apply that enables the endpoint says, as `svc webhook update --enable` does, how
+    many events came due while it was disabled and which command resends them."""
+    cli, world = paying_cli
+    with receiver() as hook:
+        url = hook.url.replace("127.0.0.1", "localhost")
+        hook.secret = cli.json("webhook", "upsert", "--url", url)["secret"]
+        assert cli.json("config", "init")["config"]["webhooks"] == [
+            {"url": url, "events": ["payment.delivered"]}]
+        cli.json("webhook", "update", "--disable")
+        pay(world, 2)
+        wait_until(all_settled(world.sessions), what="two payment.delivered skipped")
+        applied = cli.run("config", "apply", "--yes")
+        assert applied.returncode == 0, applied.stderr
+        lines = applied.stdout.splitlines()
+        assert '    status: "disabled" -> "enabled"' in lines
+        assert lines[-2:] == ["Warnings:", (
+            f"  {url}: 2 event(s) came due while the endpoint was disabled and were not sent; "
+            "resend them in the order they were created with "
+            "`svc webhook resend-skipped --app game`.")], applied.stdout
+        cli.json("webhook", "update", "--disable")
+        answer = cli.json("config", "apply", "--yes")["applied"]
+        [warning] = [w for w in answer["warnings"]
+                     if w["code"] == "webhook_skipped_while_disabled"]
+        assert (warning["key"], warning["skippedWhileDisabled"]) == (url, 2)
+        cli.json("webhook", "resend-skipped")
+        wait_until(lambda: len(hook.ledger.grants()) == 2, what="both resent")
+        cli.json("webhook", "update", "--disable")
+        after = cli.run("config", "apply", "--yes")  # nothing left skipped: nothing said
+        assert after.returncode == 0 and "came due while" not in after.stdout, after.stdout
