@@ -25,7 +25,7 @@ from manifest import schema as manifest_schema
 from manifest.fetch import FetchLimits, OriginClient
 from manifest.url_policy import DnsResolver, UrlPolicy
 from payments import migrate
-from payments.chain.params import ChainParams, in_process_params
+from payments.chain.params import ChainParams, in_process_params, network_name
 from payments.config.api import ConfigApi
 from payments.db import make_engine, make_sessionmaker
 from payments.developer.api import DeveloperApi
@@ -236,7 +236,8 @@ def chain_params(settings: Settings) -> ChainParams:
     assert settings.spender_address is not None  # Settings requires it for json_rpc
     return ChainParams(chain_id=settings.chain_id, token=settings.usdc_address,
                        token_name=settings.usdc_name, token_version=settings.usdc_version,
-                       spender=settings.spender_address, network="base-sepolia",
+                       spender=settings.spender_address,
+                       network=network_name(settings.chain_id),
                        simulated=False)
 
 

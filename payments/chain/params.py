@@ -15,6 +15,8 @@ from eth_utils.crypto import keccak
 IN_PROCESS_CHAIN_ID = 131277322940537  # eth-tester's chain id
 IN_PROCESS_DEPLOYER = "0x7E5F4552091A69125d5DfCb7b8C2659029395Bdf"  # eth-tester account 0
 BASE_SEPOLIA_CHAIN_ID = 84532
+# The label events, deliveries and receipts carry in ``network`` (spec 2.1), by chain id.
+NETWORKS = {BASE_SEPOLIA_CHAIN_ID: "base-sepolia", 8453: "base"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,14 @@ class ChainParams:
     @property
     def spender_lower(self) -> str:
         return self.spender.lower()
+
+
+def network_name(chain_id: int) -> str:
+    """The ``network`` of a node reached over JSON-RPC: ``base-sepolia`` for Base Sepolia, the
+    spec's active network; any other chain (a local node, a fork) by its CAIP-2 id,
+    ``eip155:<chain id>``, never as Base Sepolia. (The in-process chain stands in for Base
+    Sepolia and says so with ``simulated``.)"""
+    return NETWORKS.get(chain_id, f"eip155:{chain_id}")
 
 
 def create_address(deployer: str, nonce: int) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from router.app import chain_params
 from router.settings import Settings, SettingsError, load_settings
 
 PROD = {
@@ -193,3 +194,15 @@ def test_head_limits_are_read_and_refused_below_what_browsers_send() -> None:
             load_settings({f"SVCSRV_{name}": value})
     with pytest.raises(SettingsError, match="MAX_HEAD must be at least"):
         load_settings({"SVCSRV_MAX_HEAD": "4096"})  # under one 8 KB line
+
+
+def test_the_network_label_follows_the_chain_id() -> None:
+    """Events, deliveries and receipts carry ``network``: Base Sepolia by its name, any other
+    chain (a local node, a fork) by its CAIP-2 id, never labelled Base Sepolia."""
+    base = {"SVCSRV_CHAIN_BACKEND": "json_rpc", "SVCSRV_CHAIN_RPC_URL": "http://127.0.0.1:8545",
+            "SVCSRV_SPENDER_ADDRESS": "0x" + "1" * 40}
+    named = {chain_id: chain_params(load_settings({**base, "SVCSRV_CHAIN_ID": chain_id})).network
+             for chain_id in ("84532", "8453", "31337")}
+    assert named == {"84532": "base-sepolia", "8453": "base", "31337": "eip155:31337"}
+    assert chain_params(load_settings({})).network == "base-sepolia"  # in-process: simulated
+    assert chain_params(load_settings({})).simulated
