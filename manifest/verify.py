@@ -61,7 +61,7 @@ def verify_runtime(origin: str, expected: Expected, client: OriginClient) -> Rep
     checks = [_origin_admitted(checked, answer.address), *_manifest_checks(answer, expected)]
     checks.append(_probe(client, checked, WEBHOOK_PATH, "webhook_probe",
                          "an unsigned POST to the webhook path is refused with 401",
-                         lambda status: status in (401, 403)))
+                         lambda status: status == 401))
     checks.append(_probe(client, checked, PAYMENT_SUBMITTED_PATH, "payment_submitted_probe",
                          "an unauthenticated POST to the payment-submitted path is refused "
                          "by a real route (4xx, not 404)",
@@ -141,6 +141,13 @@ def _probe(client: OriginClient, origin: CheckedUrl, path: str, check_id: str, r
                "paymentProof and refuse otherwise.")
     elif 300 <= status < 400:
         fix = f"POST {path} redirects; serve the route itself (redirects are not followed)."
+    elif status == 403 and path == WEBHOOK_PATH:
+        # Spec 6: a receiver answers 401 to a bad signature. A 403 here is most often a CSRF
+        # guard or a firewall answering before the route, and it would refuse our signed
+        # deliveries just the same.
+        fix = (f"POST {path} answered 403, which is usually CSRF protection or an access rule "
+               "in front of the route, and would refuse signed deliveries too: exempt the "
+               "route from it, verify x-svc-signature and answer 401 when it fails.")
     elif status >= 500:
         fix = f"POST {path} failed with a server error; it must refuse the request with 401."
     else:

@@ -312,7 +312,7 @@ def test_redirects_off_the_origin_are_refused_uncontacted(
 
 
 @pytest.mark.parametrize(("route", "status", "passes"), [
-    ("webhook", 401, True), ("webhook", 403, True), ("webhook", 404, False),
+    ("webhook", 401, True), ("webhook", 403, False), ("webhook", 404, False),
     ("webhook", 405, False), ("webhook", 200, False), ("webhook", 204, False),
     ("webhook", 500, False), ("webhook", 302, False), ("webhook", 400, False),
     ("payment_submitted", 401, True), ("payment_submitted", 400, True),
@@ -333,6 +333,8 @@ def test_probes_tell_real_routes_from_missing_ones(
         assert check.fix
     if status == 404:
         assert "No POST route" in check.fix
+    if (route, status) == ("webhook", 403):  # spec 6 says 401; a 403 is a guard in front
+        assert "CSRF" in check.fix
 
 
 def test_unreachable_and_unresolvable_origins(ca: trustme.CA, dns: DnsServer,
