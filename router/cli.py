@@ -14,6 +14,7 @@ import uvicorn
 
 from payments import migrate
 from payments.db import make_engine, make_sessionmaker
+from payments.digits import whole_number_flag
 from router import native
 from router.app import Service, create_app
 from router.dev import DEMO_SLUG, seed_demo
@@ -163,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="svc-server")
     sub = parser.add_subparsers(dest="command", required=True)
     dev = sub.add_parser("dev", help="run everything on loopback with a seeded demo app")
-    dev.add_argument("--port", type=int, default=8000)
+    dev.add_argument("--port", type=whole_number_flag, default=8000)
     sub.add_parser("serve", help=f"run the server with settings from {ENV_PREFIX}* variables")
     args = parser.parse_args(argv)
     configure_logging()

@@ -16,13 +16,14 @@ import uvicorn
 from examples.reference_app.app import create_app
 from examples.reference_app.catalogue import Catalogue, CatalogueError
 from examples.reference_app.settings import Settings, SettingsError
+from svc.int_flags import whole_number
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m examples.reference_app",
                                      description="The reference developer app.")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--port", type=whole_number, default=8080)
     parser.add_argument("--products", type=Path, metavar="FILE",
                         help="the catalogue: JSON as `svc product list --json` prints it")
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from examples.reference_app.catalogue import Catalogue, CatalogueError
-from payments.digits import is_digits, parse_digits
+from payments.digits import is_digits, parse_digits, whole_number_flag
 from payments.ledger.cors import Cors
 from router.hosts import strip_port
 from svc import digits as sdk_digits
@@ -82,3 +82,15 @@ def test_a_catalogue_price_is_ascii_digits(price: object) -> None:
     assert _catalogue("10000").items[0].price_atomic == _catalogue(10000).items[0].price_atomic
     with pytest.raises(CatalogueError, match="priceAtomic is not an integer string"):
         _catalogue(price)
+
+
+def test_operator_commands_refuse_integer_flags_in_other_digits(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``svc-server dev --port`` (and svc-ops, the cluster) read flags as the wire reads
+    numbers: argparse's ``type=int`` would have taken U+0668 U+0660 U+0660 U+0660 as 8000."""
+    from router.cli import main as server_main
+    with pytest.raises(SystemExit) as refused:
+        server_main(["dev", "--port", "\u0668\u0660\u0660\u0660"])
+    assert refused.value.code == 2
+    assert "is not a whole number" in capsys.readouterr().err
+    assert whole_number_flag("8000") == 8000
