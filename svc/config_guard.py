@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import parse_qsl
 
 # Our own secrets by prefix, a raw private key, a PEM private key, a bearer credential.
 _SECRET_VALUES = (
@@ -27,6 +28,11 @@ _SECRET_KEYS = re.compile(
     r"(?:^|[_-]|(?<=[a-z0-9])(?=[A-Z]))"
     r"(?i:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|"
     r"credentials?|mnemonic|seed[_-]?phrase)\s*\Z")  # "password\n" is still a password
+# A URL anywhere in a string, and the query or fragment parameters that carry a credential
+# besides those named like one: signed-URL signatures, key= and auth=.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
+_SECRET_PARAMS = re.compile(r"(?i:(?:[A-Za-z0-9._-]*[_-])?sig(?:nature)?|key|auth)")
+_PLAIN_PARAM = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -52,7 +58,10 @@ def secret_problems(document: Any) -> list[dict[str, str]]:
 def _walk(value: Any, path: list[str | int], found: list[dict[str, str]]) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
-            if (isinstance(key, str) and _SECRET_KEYS.search(key)
+            if isinstance(key, str) and (what := _secret_in(key)) is not None:
+                # Named by the object that holds it: the key's own path would repeat it.
+                found.append(_problem(path, f"a key of this object looks like {what}"))
+            elif (isinstance(key, str) and _SECRET_KEYS.search(key)
                     and isinstance(item, str) and item.strip()):
                 found.append(_problem([*path, key], f"'{key}' holds a credential"))
             else:
@@ -60,10 +69,32 @@ def _walk(value: Any, path: list[str | int], found: list[dict[str, str]]) -> Non
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _walk(item, [*path, index], found)
-    elif isinstance(value, str):
-        what = next((what for pattern, what in _SECRET_VALUES if pattern.search(value)), None)
-        if what is not None:
-            found.append(_problem(path, f"this looks like {what}"))
+    elif isinstance(value, str) and (what := _secret_in(value)) is not None:
+        found.append(_problem(path, f"this looks like {what}"))
+
+
+def _secret_in(text: str) -> str | None:
+    what = next((what for pattern, what in _SECRET_VALUES if pattern.search(text)), None)
+    if what is not None:
+        return what
+    return next((w for url in _URL.findall(text) if (w := _url_credential(url))), None)
+
+
+def _url_credential(url: str) -> str | None:
+    """A password in the URL's user part, or a non-empty signature, token or key among its
+    query or fragment parameters."""
+    rest = url.partition("://")[2]
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    userinfo, at, _ = authority.rpartition("@")
+    if at and userinfo.partition(":")[2]:
+        return "a URL with a password in it (user:password@host)"
+    before_fragment, _, fragment = rest[len(authority):].partition("#")
+    for part in (before_fragment.partition("?")[2], fragment):
+        for name, value in parse_qsl(part, keep_blank_values=True):
+            if value.strip() and (_SECRET_PARAMS.fullmatch(name) or _SECRET_KEYS.search(name)):
+                named = f"its '{name}' parameter" if _PLAIN_PARAM.fullmatch(name) else "a parameter"
+                return f"a signed or secret URL (a credential in {named})"
+    return None
 
 
 def _problem(path: list[str | int], what: str) -> dict[str, str]:

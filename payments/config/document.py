@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+from urllib.parse import parse_qsl
 
 from jsonschema import Draft202012Validator
 
@@ -28,6 +29,9 @@ _SECRET_VALUES = (
     ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a PEM private key"),
     ("token", re.compile(r"\bBearer\s+\S{8,}", re.IGNORECASE), "a bearer token"),
 )
+_ANY_SECRET_VALUE = re.compile("|".join(
+    f"(?{'i' if pattern.flags & re.IGNORECASE else ''}:{pattern.pattern})"
+    for _, pattern, _ in _SECRET_VALUES))
 # Object keys whose non-empty string value is a credential, wherever they appear.
 # The word must start the key, follow a ``_``/``-``, or start a camelCase word
 # (``dbPassword``), so that ``passthrough`` or ``maxTokens`` stay allowed.
@@ -35,6 +39,14 @@ _SECRET_KEYS = re.compile(
     r"(?:^|[_-]|(?<=[a-z0-9])(?=[A-Z]))"
     r"(?i:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|"
     r"credentials?|mnemonic|seed[_-]?phrase)\s*\Z")  # "password\n" is still a password
+# A URL anywhere in a string, up to whitespace or a quote: config revisions would keep a
+# credential riding in one (a password in its user part, a signed or secret parameter).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
+# Query or fragment parameters that carry a credential, besides those named like one
+# (_SECRET_KEYS: token, access_token, api_key, X-Amz-Security-Token, ...): signatures of
+# signed URLs (sig, signature, X-Amz-Signature, X-Goog-Signature), and key= and auth=.
+_SECRET_PARAMS = re.compile(r"(?i:(?:[A-Za-z0-9._-]*[_-])?sig(?:nature)?|key|auth)")
+_PLAIN_PARAM = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 
 @dataclass(frozen=True)
@@ -79,27 +91,92 @@ def secret_problems(document: Any) -> list[Problem]:
     def walk(value: Any, path: list[str | int]) -> None:
         if isinstance(value, dict):
             for key, item in value.items():
-                if (isinstance(key, str) and _SECRET_KEYS.search(key)
-                        and isinstance(item, str) and item.strip()):
-                    found.append(Problem(json_path([*path, key]), "config_contains_secret",
-                                         f"'{key}' holds a credential; secrets never go in a "
-                                         "config file. Keep it in your deployment's "
-                                         "environment instead."))
+                if isinstance(key, str) and (what := secret_in(key)) is not None:
+                    # Named by the object that holds it: the key's own path would repeat it.
+                    found.append(_problem(path, f"A key of this object looks like {what}"))
+                    continue
+                if _names_credential(key, item):
+                    found.append(_problem([*path, key], f"'{key}' holds a credential"))
                     continue
                 walk(item, [*path, str(key)])
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 walk(item, [*path, index])
-        elif isinstance(value, str):
-            for _, pattern, what in _SECRET_VALUES:
-                if pattern.search(value):
-                    found.append(Problem(json_path(path), "config_contains_secret",
-                                         f"This looks like {what}; secrets never go in a config "
-                                         "file (spec 2.9). Keep it in your deployment's "
-                                         "environment instead."))
-                    break
+        elif isinstance(value, str) and (what := secret_in(value)) is not None:
+            found.append(_problem(path, f"This looks like {what}"))
     walk(document, [])
     return found[:MAX_ERRORS]
+
+
+def refuse_secrets(value: Any, what: str = "The config") -> None:
+    """422 ``config_contains_secret`` listing each path, when ``value`` (a config document,
+    or a product as the product API takes it: its fields are config fields) holds one."""
+    problems = secret_problems(value)
+    if problems:
+        raise ApiError("config_contains_secret", 422, f"{what} holds secrets; remove them "
+                       f"({len(problems)} found). Nothing was changed.",
+                       errors=[p.as_dict() for p in problems])
+
+
+WITHHELD = "[withheld: looks like a secret]"
+
+
+def withhold_secrets(value: Any) -> Any:
+    """``value`` with each string the guard would refuse replaced by :data:`WITHHELD` (an
+    object with a key that looks like one, whole): what a plan's diff may show and a
+    revision record of values set outside config (the product, app and webhook APIs)."""
+    if isinstance(value, dict):
+        if any(isinstance(key, str) and secret_in(key) is not None for key in value):
+            return WITHHELD
+        return {key: WITHHELD if _names_credential(key, item) else withhold_secrets(item)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [withhold_secrets(item) for item in value]
+    if isinstance(value, str) and secret_in(value) is not None:
+        return WITHHELD
+    return value
+
+
+def _names_credential(key: Any, item: Any) -> bool:
+    return (isinstance(key, str) and _SECRET_KEYS.search(key) is not None
+            and isinstance(item, str) and bool(item.strip()))
+
+
+def _problem(path: list[str | int], what: str) -> Problem:
+    return Problem(json_path(path), "config_contains_secret",
+                   f"{what}; secrets never go in a config file (spec 2.9). Keep it in your "
+                   "deployment's environment instead.")
+
+
+def secret_in(text: str) -> str | None:
+    """What secret ``text`` looks like it holds (never the secret itself), or None."""
+    if _ANY_SECRET_VALUE.search(text):  # one pass for the common case: nothing
+        for _, pattern, what in _SECRET_VALUES:
+            if pattern.search(text):
+                return what
+    if "://" in text:
+        for url in _URL.findall(text):
+            if (carried := url_credential(url)) is not None:
+                return carried
+    return None
+
+
+def url_credential(url: str) -> str | None:
+    """The credential ``scheme://...`` carries, described, or None: a password in its user
+    part, or a non-empty signature, token or key among its query or fragment parameters
+    (OAuth's implicit flow puts ``access_token`` in the fragment)."""
+    rest = url.partition("://")[2]
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    userinfo, at, _ = authority.rpartition("@")
+    if at and userinfo.partition(":")[2]:
+        return "a URL with a password in it (user:password@host)"
+    before_fragment, _, fragment = rest[len(authority):].partition("#")
+    for part in (before_fragment.partition("?")[2], fragment):
+        for name, value in parse_qsl(part, keep_blank_values=True):
+            if value.strip() and (_SECRET_PARAMS.fullmatch(name) or _SECRET_KEYS.search(name)):
+                named = f"its '{name}' parameter" if _PLAIN_PARAM.fullmatch(name) else "a parameter"
+                return f"a signed or secret URL (a credential in {named})"
+    return None
 
 
 def rule_problems(document: dict[str, Any]) -> list[Problem]:
@@ -122,11 +199,7 @@ def rule_problems(document: dict[str, Any]) -> list[Problem]:
 def check_document(document: Any) -> dict[str, Any]:
     """The document, or the 422 ``config_invalid`` / ``config_contains_secret`` error that
     lists every problem by JSON path. Secrets are looked for first, and in any shape."""
-    problems = secret_problems(document)
-    if problems:
-        raise ApiError("config_contains_secret", 422, "The config holds secrets; remove "
-                       f"them ({len(problems)} found). Nothing was changed.",
-                       errors=[p.as_dict() for p in problems])
+    refuse_secrets(document)
     problems = schema_problems(document)
     if not problems:
         assert isinstance(document, dict)

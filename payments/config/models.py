@@ -32,6 +32,8 @@ class ConfigRevision(Base):
     # outside config looked like a secret).
     state: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True),
                                                           default=None)
+    # The plan's ops as shown (``Op.as_dict``): a before value set outside config that looks
+    # like a secret is withheld.
     ops: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     summary: Mapped[dict[str, int]] = mapped_column(JSON)
     applied_by: Mapped[str] = mapped_column(String(48))  # developer id

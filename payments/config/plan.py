@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from manifest.url_policy import UrlPolicy, UrlRefused, check_runtime_origin, check_webhook_url
 from payments.apps import check_distribution_targets, check_entry_url_field, check_pay_to
-from payments.config.document import Problem, json_path
+from payments.config.document import Problem, json_path, withhold_secrets
 from payments.config.models import ConfigRevision
 from payments.developer.models import ApiKey
 from payments.errors import ApiError
@@ -64,9 +64,14 @@ class Op:
     # What apply hands to the resource's own functions (wire names); not shown.
     spec: dict[str, Any] = field(default_factory=dict, repr=False)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"op": self.op, "resource": self.resource, "key": self.key, "id": self.id,
-                "changes": [c.as_dict() for c in self.changes]}
+    def as_dict(self, *, withheld: bool = True) -> dict[str, Any]:
+        """The op as plans, apply answers and revisions show it: a value that looks like a
+        secret, which only a change made outside config can bring (the file passed the
+        guard), reads ``WITHHELD``. ``withheld=False``: the values themselves, for the
+        digest only, so that a plan still names the exact changes it was made for."""
+        shown = {"op": self.op, "resource": self.resource, "key": self.key, "id": self.id,
+                 "changes": [c.as_dict() for c in self.changes]}
+        return withhold_secrets(shown) if withheld else shown
 
 
 @dataclass
@@ -101,7 +106,8 @@ class Plan:
     @property
     def digest(self) -> str:
         """Names this plan: apply refuses a saved plan whose changes are no longer those."""
-        canonical = json.dumps({"ops": [o.as_dict() for o in self.ops], "mode": self.mode,
+        canonical = json.dumps({"ops": [o.as_dict(withheld=False) for o in self.ops],
+                                "mode": self.mode,
                                 "base": self.base_revision}, sort_keys=True, default=str)
         return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -8,7 +8,8 @@ webhook endpoint's URL and events, the runtime origin and app path. A product th
 active and an endpoint that is not enabled are left out, which is what mirror mode, the
 mode a rollback plans the state in, turns into "disabled". Nothing secret is part of it:
 signing secrets and keys are no config fields, and a state in which a value set outside
-config (the product API takes any ``fulfillmentConfig``) looks like one is not recorded.
+config looks like one (a webhook URL with ``?token=`` saved through the webhook API, a
+product written before the product API refused secrets) is not recorded.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from manifest.url_policy import UrlPolicy
 from payments.apps import check_distribution_targets, check_entry_url_field, set_pay_to
+from payments.config.document import refuse_secrets
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal, credentials, run_as
@@ -207,7 +208,9 @@ class DeveloperApi:
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "products:write")
-            product = create_product(session, app, read_body())
+            body = read_body()
+            refuse_secrets(body, "This product")  # its fields are config's (spec 2.9)
+            product = create_product(session, app, body)
             return {"product": product_view(product, self.s.base_url, app.slug)}
         return JSONResponse(await self._as(request, work), status_code=201)
 
@@ -222,7 +225,9 @@ class DeveloperApi:
                 (Product.id == product_ref) | (Product.slug == product_ref)))
             if product is None:
                 raise ApiError("product_not_found", 404, f"No product '{product_ref}'.")
-            apply_product_fields(product, read_body(), creating=False)
+            body = read_body()
+            refuse_secrets(body, "This product")
+            apply_product_fields(product, body, creating=False)
             session.flush()
             return {"product": product_view(product, self.s.base_url, app.slug)}
         return JSONResponse(await self._as(request, work))

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from payments.developer.models import ApiKey
@@ -25,6 +26,16 @@ ENVIRONMENTS = ("test", "live")
 class CreatedKey:
     secret: str  # returned once, never stored
     key: ApiKey
+
+
+class KeyAlreadyCreated(ApiError):
+    """The one-time form token was used already: ``key`` is the key that form made."""
+
+    def __init__(self, key: ApiKey) -> None:
+        super().__init__("key_already_created", 409, "This form already created its API key; "
+                         "its secret was shown once, then, and is not shown again. No other "
+                         "key was created.", keyId=key.id)
+        self.key = key
 
 
 @dataclass(frozen=True)
@@ -73,20 +84,40 @@ def check_key_scopes(scopes: list[str] | None) -> list[str]:
 
 def create_key(session: Session, *, organization_id: str, app_id: str | None, label: str,
                scopes: list[str] | None, environment: str, created_by: str | None,
-               now: datetime) -> CreatedKey:
+               now: datetime, form_token: str | None = None) -> CreatedKey:
+    """A new key and its secret. ``form_token``: the one-time token of the console form
+    asking for it; a token that made a key already raises :class:`KeyAlreadyCreated`
+    instead of making a second one (a reload of the page that showed the secret)."""
     if environment not in ENVIRONMENTS:
         raise ApiError("invalid_environment", 422, "environment must be 'test' or 'live'.")
     label = label.strip()
     if len(label) > 120:
         raise ApiError("invalid_label", 422, "Labels are at most 120 characters.")
+    once = None if form_token is None else token_hash(form_token)
+    _refuse_used(session, once)
     secret = new_token(f"{IdPrefix.API_KEY.value}{environment}_", 24)
     key = ApiKey(organization_id=organization_id, app_id=app_id, label=label,
                  environment=environment, scopes=check_key_scopes(scopes),
                  secret_hash=token_hash(secret), preview=mask(secret), created_by=created_by,
-                 created_at=now)
-    session.add(key)
-    session.flush()
+                 created_at=now, form_token_hash=once)
+    try:
+        with session.begin_nested():  # a lost race leaves the transaction usable
+            session.add(key)
+            session.flush()
+    except IntegrityError:
+        # The unique token decides a race the check above could not see (PostgreSQL: the
+        # other request committed in between); that request's key is the one made.
+        _refuse_used(session, once)
+        raise
     return CreatedKey(secret, key)
+
+
+def _refuse_used(session: Session, once: str | None) -> None:
+    if once is None:
+        return
+    made = session.scalar(select(ApiKey).where(ApiKey.form_token_hash == once))
+    if made is not None:
+        raise KeyAlreadyCreated(made)
 
 
 def key_for_secret(session: Session, secret: str | None) -> ApiKey:

@@ -132,6 +132,10 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = time_column()
     revoked_at: Mapped[datetime | None] = time_column(nullable=True)
     last_used_at: Mapped[datetime | None] = time_column(nullable=True)
+    # The hash of the console form's one-time token that created this key (None: made by
+    # the API or before forms carried one). Unique, so a form sent twice (a reload of the
+    # page showing the secret) makes one key, however close together the two arrive.
+    form_token_hash: Mapped[str | None] = mapped_column(String(64), unique=True, default=None)
 
 
 class NotificationKind(StrEnum):

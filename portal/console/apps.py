@@ -23,7 +23,8 @@ from payments.ratelimit import Limit
 from portal.console.app_views import AppState, Problem, app_page, apps_page, new_app_page
 from portal.console.context import AUTH_REQUIRED, Console
 from portal.console.forms import Form, read_form
-from portal.console.key_views import KeyOwner, key_created_page
+from portal.console.key_creation import create_once, form_token
+from portal.console.key_views import NewKey, key_answer
 
 # Errors that leave no form to show them on: answered by Console.failure.
 PAGE_ERRORS = frozenset({AUTH_REQUIRED, "csrf_failed", "app_not_found", "product_not_found",
@@ -175,22 +176,23 @@ class AppPages:
         slug = request.path_params["app"]
         form = Form({})
 
-        def work(session: Session, who: Principal) -> tuple[KeyOwner, dict[str, Any], str]:
+        def work(session: Session, who: Principal) -> NewKey:
             app = who.app(session, slug, "keys:create")
             assert app.organization_id is not None
-            created = create_key(session, organization_id=app.organization_id, app_id=app.id,
-                                 label=form.get("label"), scopes=form.all("scope"),
-                                 environment=form.get("environment", "test"),
-                                 created_by=who.developer_id, now=self.s.clock())
-            owner = KeyOwner("App", app.name, f"/apps/{app.slug}#keys")
-            return owner, key_view(created.key), created.secret
+            organization_id, token = app.organization_id, form_token(form)
+            return create_once(session, who, lambda: create_key(
+                session, organization_id=organization_id, app_id=app.id,
+                label=form.get("label"), scopes=form.all("scope"),
+                environment=form.get("environment", "test"), created_by=who.developer_id,
+                now=self.s.clock(), form_token=token))
         try:
             form = await read_form(request)
-            nav, (owner, key, secret) = await self.c.as_developer(
+            nav, made = await self.c.as_developer(
                 request, work, form=form, limit=self.s.limits.key_management)
         except ApiError as error:
             if error.code in PAGE_ERRORS:
                 return self.c.failure(request, error, back=f"/apps/{slug}")
             return await self._show(request, slug, problem=Problem("keys", error))
-        # Answered directly, never redirected: the secret exists only in this response.
-        return key_created_page(nav, owner, key, secret)
+        # Answered directly, never redirected: the secret exists only in this response (a
+        # second sending of the form is answered without it, key_creation).
+        return key_answer(nav, made)

@@ -10,8 +10,6 @@ hold here as they do on ``/api/developer/keys``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 from starlette.requests import Request
@@ -25,7 +23,8 @@ from payments.developer.views import key_view
 from payments.errors import ApiError
 from portal.console.context import Console
 from portal.console.forms import Form, read_form
-from portal.console.key_views import KeyOwner, key_created_page
+from portal.console.key_creation import create_once, form_token
+from portal.console.key_views import NewKey, key_answer
 from portal.console.org_key_views import OrganizationKeys, org_keys_page
 
 # Errors that leave no form to show them on: answered by Console.failure.
@@ -60,25 +59,24 @@ class OrganizationKeyPages:
     async def create(self, request: Request) -> Response:
         form = Form({})
 
-        def work(session: Session, who: Principal) -> tuple[KeyOwner, dict[str, Any], str]:
-            created = org_keys.create_organization_key(
+        def work(session: Session, who: Principal) -> NewKey:
+            token = form_token(form)
+            return create_once(session, who, lambda: org_keys.create_organization_key(
                 session, who, organization_id=form.optional("organizationId"),
                 label=form.get("label"), scopes=form.all("scope"),
-                environment=form.get("environment", "test"), now=self.s.clock())
-            organization = session.get(Organization, created.key.organization_id)
-            assert organization is not None
-            return (KeyOwner("Organization", organization.name, f"{BACK}#keys"),
-                    key_view(created.key), created.secret)
+                environment=form.get("environment", "test"), now=self.s.clock(),
+                form_token=token))
         try:
             form = await read_form(request)
-            nav, (owner, key, secret) = await self.c.as_developer(
+            nav, made = await self.c.as_developer(
                 request, work, form=form, limit=self.s.limits.key_management)
         except ApiError as error:
             if error.code in PAGE_ERRORS:
                 return self.c.failure(request, error, back=BACK)
             return await self._show(request, error=error)
-        # Answered directly, never redirected: the secret exists only in this response.
-        return key_created_page(nav, owner, key, secret)
+        # Answered directly, never redirected: the secret exists only in this response (a
+        # second sending of the form is answered without it, key_creation).
+        return key_answer(nav, made)
 
     async def revoke(self, request: Request) -> Response:
         key_id = request.path_params["key"]

@@ -300,6 +300,21 @@ SECRETS: dict[str, tuple[str, Any, str]] = {
                 "$.products[0].fulfillmentConfig.access_token"),
     "a bearer header": ("metadata", {"auth": "Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"},
                         "$.metadata.auth"),
+    # Credentials riding in URLs, in any string: a password in the user part, a signed
+    # URL's signature, a token in a query or a fragment, a key in a URL used as a key.
+    "a password in a URL": ("metadata", {"db": "postgres://game:hunter22@db.example.com/x"},
+                            "$.metadata.db"),
+    "a signed URL": ("products", [{
+        "slug": "retry", "name": "Retry", "priceAtomic": "1", "fulfillmentConfig": {
+            "image": "https://cdn.example.com/a.png?X-Amz-Date=1&X-Amz-Signature=hunter22"}}],
+        "$.products[0].fulfillmentConfig.image"),
+    "a token in a webhook URL": ("webhooks", [{"url": "https://game.example.com/hook?"
+                                                     "token=hunter22"}], "$.webhooks[0].url"),
+    "a token in a fragment": ("metadata", {"docs": ["see https://game.example.com/cb"
+                                                    "#access_token=hunter22 for it"]},
+                              "$.metadata.docs[0]"),
+    "a URL as a key": ("metadata", {"mirrors": {"https://ops:hunter22@game.example.com/": 1}},
+                       "$.metadata.mirrors"),
 }
 
 
@@ -324,8 +339,37 @@ def test_the_secret_guard_refuses_each_kind_with_its_path(world: World, console:
         assert error["code"] == "config_contains_secret"
         assert [e["path"] for e in error["errors"]] == [path]
         assert not [leaf for leaf in _leaves(value) if leaf in answer.text]  # never echoed
+        assert "hunter22" not in answer.text  # nor a secret riding in a URL, a key's too
     with world.sessions() as session:
         assert session.scalar(select(App).where(App.slug == "arcade")) is None
+
+
+def test_the_product_api_refuses_what_config_refuses(world: World, console: Api) -> None:
+    """Product fields are config fields (spec 2.9), and revisions record the products as an
+    apply leaves them: the product API takes no secret either, in the same envelope."""
+    console.apply(config())
+    products = "/api/developer/apps/arcade/products"
+    signed = {"image": "https://cdn.example.com/a.png?X-Goog-Signature=hunter22"}
+    for method, path, template, body in (
+            ("POST", products, "/api/developer/apps/{app}/products",
+             {"slug": "gem", "name": "Gem", "priceAtomic": "5", "fulfillmentConfig": signed}),
+            ("PATCH", f"{products}/skin", "/api/developer/apps/{app}/products/{product}",
+             {"fulfillmentConfig": {"note": "ok", "links": [signed]}})):
+        answer = console.call(method, path, template, body)
+        assert answer.status_code == 422, answer.text
+        error = answer.json()
+        assert error["code"] == "config_contains_secret" and "hunter22" not in answer.text
+        assert [e["path"] for e in error["errors"]] == [
+            "$.fulfillmentConfig.image" if method == "POST"
+            else "$.fulfillmentConfig.links[0].image"]
+    with world.sessions() as session:
+        assert session.scalar(select(Product).where(Product.slug == "gem")) is None
+        skin = session.scalars(select(Product).where(Product.slug == "skin")).one()
+        assert skin.fulfillment_config == {"item": "skin"}
+    kept = console.call("PATCH", f"{products}/skin",
+                        "/api/developer/apps/{app}/products/{product}",
+                        {"fulfillmentConfig": {"image": "https://cdn.example.com/a.png"}})
+    assert kept.status_code == 200, kept.text
 
 
 def test_schema_and_rule_errors_name_their_json_paths(world: World, console: Api) -> None:

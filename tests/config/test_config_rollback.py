@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from sqlalchemy import select, update
 
-from payments.config.document import schema_problems
+from payments.config.document import WITHHELD, schema_problems
 from payments.config.models import ConfigRevision
 from payments.models import Pricing, Product, ProductStatus, RiskMode
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
@@ -209,7 +209,8 @@ def test_two_concurrent_rollbacks_on_one_revision_land_exactly_once(
 def test_a_state_holding_what_looks_like_a_secret_is_not_recorded(world: World,
                                                                   console: Api) -> None:
     console.apply(config())
-    with world.sessions() as session, session.begin():  # the product API takes any object
+    # A row from before the product API refused secrets (it did not, until 2026-11-27).
+    with world.sessions() as session, session.begin():
         session.execute(update(Product).where(Product.slug == "skin").values(
             fulfillment_config={"apiKey": "kept-out-of-revisions"}))
     edited = copy.deepcopy(config())
@@ -264,3 +265,37 @@ def test_what_no_config_can_take_away_is_named_in_the_plan(world: World,
     assert "cannot be unbound" in plan["warnings"][0]["message"]
     assert {(o["resource"], o["op"]) for o in plan["ops"]} >= {("webhook", "disable")}
     assert ("runtime", "update") not in {(o["resource"], o["op"]) for o in plan["ops"]}
+
+
+
+def test_a_value_set_outside_config_that_looks_like_a_secret_is_withheld_from_diffs(
+        world: World, console: Api) -> None:
+    """A change's before value comes from the rows, not the file: one that looks like a
+    secret reads WITHHELD in the plan, the apply's answer and the revision's ops, while the
+    plan's digest still names the value itself."""
+    console.apply(config())
+
+    def set_image(url: str) -> None:  # rows from before the product API refused secrets
+        with world.sessions() as session, session.begin():
+            session.execute(update(Product).where(Product.slug == "skin").values(
+                fulfillment_config={"image": url}))
+    set_image("https://cdn.example.com/skin.png?X-Amz-Signature=kept0out0of0ops")
+    plan = console.plan(config())
+    change = ops_of(plan)[("product", "skin")]["changes"]
+    assert change == [{"field": "fulfillmentConfig", "before": {"image": WITHHELD},
+                       "after": {"item": "skin"}}]
+
+    set_image("https://cdn.example.com/skin.png?X-Amz-Signature=another0one")
+    stale = console.call("POST", f"{P}/apply", f"{P}/apply", {
+        "config": config(), "baseRevision": plan["baseRevision"], "planDigest": plan["digest"]})
+    assert stale.status_code == 409 and stale.json()["code"] == "config_plan_stale"
+
+    applied = console.apply(config())  # planned again: the file's {"item": "skin"} replaces it
+    assert applied.status_code == 201, applied.text
+    revision = detail(console, applied.json()["revision"]["id"])
+    assert WITHHELD in str(revision["ops"]) and revision["state"] is not None
+    seen = str(plan) + stale.text + applied.text + str(revision)
+    assert "kept0out0of0ops" not in seen and "another0one" not in seen
+    with world.sessions() as session:
+        stored = session.get(ConfigRevision, revision["id"])
+        assert stored is not None and "another0one" not in str(stored.ops)

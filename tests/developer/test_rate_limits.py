@@ -8,6 +8,7 @@ way production wires it (``redis_url``), on the Redis server's clock and a one-s
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -201,11 +202,15 @@ def test_only_authenticated_calls_count_and_each_developer_has_a_budget(
 def test_key_management_limit_on_console_forms(start_world: WorldFactory) -> None:
     """The console's key forms answer 429 on the app page, sharing the JSON API's budget."""
     limit = KEYS.key_management
-    form = {"label": "backend", "scope": ["orders:read"], "environment": "test"}
+    fields = {"label": "backend", "scope": ["orders:read"], "environment": "test"}
+
+    def form() -> dict[str, object]:
+        # A form shown anew each time: its own one-time token (one key per form).
+        return {"formToken": secrets.token_urlsafe(32), **fields}
     with start_world(KEYS) as world:
         console, csrf = world.console()
         with console:
-            made = console.post("/apps/game/keys", data={"csrf": csrf, **form})
+            made = console.post("/apps/game/keys", data={"csrf": csrf, **form()})
             assert made.status_code == 200 and "zpk_test_" in made.text
             with world.sessions() as session:
                 first_id = session.scalars(select(ApiKey.id)).one()
@@ -216,7 +221,7 @@ def test_key_management_limit_on_console_forms(start_world: WorldFactory) -> Non
             revoke = f"/apps/game/keys/{second_id}/revoke"
             assert console.post(revoke, data={"csrf": csrf}).status_code == 303
 
-            assert_limited_page(console.post("/apps/game/keys", data={"csrf": csrf, **form}),
+            assert_limited_page(console.post("/apps/game/keys", data={"csrf": csrf, **form()}),
                                 limit, 60)
             refused = console.post(f"/apps/game/keys/{first_id}/revoke", data={"csrf": csrf})
             assert_limited_page(refused, limit, 60)
@@ -231,7 +236,7 @@ def test_key_management_limit_on_console_forms(start_world: WorldFactory) -> Non
             lifted = console.post(f"/apps/game/keys/{first_id}/revoke", data={"csrf": csrf})
             assert lifted.status_code == 303
             assert lifted.headers["location"] == "/apps/game?done=key-revoked#keys"
-            made = console.post("/apps/game/keys", data={"csrf": csrf, **form})
+            made = console.post("/apps/game/keys", data={"csrf": csrf, **form()})
             assert made.status_code == 200 and "zpk_test_" in made.text
     assert _key_count(world.sessions, revoked=True) == 2
     assert _key_count(world.sessions, revoked=False) == 1

@@ -34,6 +34,7 @@ from tests.support.smtp import SmtpServer, smtp_server
 
 PASSWORD = "correct horse battery"
 CSRF_RE = re.compile(r'name="csrf" value="([^"]+)"')
+FORM_TOKEN_RE = re.compile(r'name="formToken" autocomplete="off" value="([^"]+)"')
 CODE_RE = re.compile(r"\b(\d{6})\b")
 
 
@@ -133,6 +134,14 @@ def csrf_of(response: httpx.Response) -> str:
     found = CSRF_RE.search(response.text)
     assert found, response.text
     return found.group(1)
+
+
+def key_form_of(response: httpx.Response) -> dict[str, str]:
+    """The hidden fields of the create-key form on a page: the CSRF token and the form's
+    one-time token (one key per form)."""
+    found = FORM_TOKEN_RE.search(response.text)
+    assert found, response.text
+    return {"csrf": csrf_of(response), "formToken": found.group(1)}
 
 
 def form_post(client: httpx.Client, path: str, data: dict[str, Any],

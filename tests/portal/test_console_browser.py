@@ -98,6 +98,16 @@ def test_sign_up_to_first_api_key(console: Console, chrome: BrowserSession,
     page.evaluate("document.getElementById('secret').textContent = "
                   "'zpk_test_' + '\u2022'.repeat(48)")
     _shot(request, page, "key-created")
+    # A reload sends the form again (a person is asked first): answered with the key the
+    # form made, by its preview only, and no second key.
+    with page.expect_response(lambda r: r.request.method == "POST") as again:
+        page.reload()
+    assert again.value.status == 409 and again.value.headers["cache-control"] == "no-store"
+    assert page.get_by_role("heading", level=1).inner_text() == "This key was already created"
+    assert secret not in page.content() and preview in page.content()
+    page.get_by_role("link", name="Back to the keys of Space <Blaster>").click()
+    page.wait_for_url(f"{base}/apps/space-blaster#keys")
+    assert page.locator("#keys tbody tr").count() == 1
 
     later: list[str] = []
 

@@ -15,7 +15,7 @@ import httpx
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import add_owned_app
-from tests.portal.conftest import Console, csrf_of, log_in
+from tests.portal.conftest import Console, key_form_of, log_in
 
 STYLE_RE = re.compile(r"<style>(.*?)</style>", re.S)
 SCRIPT_RE = re.compile(r"<script([^>]*)>(.*?)</script>", re.S)
@@ -95,11 +95,11 @@ def test_signed_in_pages_send_the_strict_policy(
 
         # A page with a script (copying the new key) allows exactly that script.
         created = client.post("/apps/game/keys", data={
-            "csrf": csrf_of(client.get("/apps/game")), "label": "ci", "environment": "test",
+            **key_form_of(client.get("/apps/game")), "label": "ci", "environment": "test",
             "scope": ["orders:read"]})
         assert created.status_code == 200 and "zpk_test_" in created.text
         assert_strict_page(created, scripted=True)
-        org_key = client.post("/keys/new", data={"csrf": csrf_of(client.get("/keys")),
+        org_key = client.post("/keys/new", data={**key_form_of(client.get("/keys")),
                                              "environment": "test", "scope": ["orders:read"]})
         assert org_key.status_code == 200 and "zpk_test_" in org_key.text
         assert_strict_page(org_key, scripted=True)

@@ -11,14 +11,18 @@ from sqlalchemy.orm import Session, sessionmaker
 from payments.developer.models import ApiKey, NotificationKind, OperatorNotification
 from payments.models import App, PayToStatus, Product, RiskMode
 from tests.factories import add_developer, add_owned_app
-from tests.portal.conftest import Console, csrf_of, log_in
+from tests.portal.conftest import Console, csrf_of, key_form_of, log_in
 
 XSS = "<script>alert(1)</script>"
 
 
 def _post(client: httpx.Client, path: str, data: dict[str, object],
           page: str = "/apps/game") -> httpx.Response:
-    return client.post(path, data={"csrf": csrf_of(client.get(page)), **data})
+    shown = client.get(page)
+    # As a browser would: the tokens of the page's form, a create-key form's own included.
+    tokens = key_form_of(shown) if path.endswith("/keys") or path == "/keys/new" else {
+        "csrf": csrf_of(shown)}
+    return client.post(path, data={**tokens, **data})
 
 
 def test_forms_show_domain_errors_and_apply_changes(console: Console, developer: tuple[str, str],

@@ -8,14 +8,18 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from payments.developer.models import ApiKey
 from tests.factories import add_developer, add_member, add_owned_app
-from tests.portal.conftest import PASSWORD, Console, csrf_of, log_in
+from tests.portal.conftest import PASSWORD, Console, csrf_of, key_form_of, log_in
 
 XSS = "<script>alert(1)</script>"
 
 
 def _post(client: httpx.Client, path: str, data: dict[str, object],
           page: str = "/keys") -> httpx.Response:
-    return client.post(path, data={"csrf": csrf_of(client.get(page)), **data})
+    shown = client.get(page)
+    # As a browser would: the tokens of the page's form, a create-key form's own included.
+    tokens = key_form_of(shown) if path.endswith("/keys") or path == "/keys/new" else {
+        "csrf": csrf_of(shown)}
+    return client.post(path, data={**tokens, **data})
 
 
 def test_organization_keys_page(console: Console, developer: tuple[str, str],
