@@ -183,6 +183,8 @@ def _webhook_commands(groups: argparse._SubParsersAction[argparse.ArgumentParser
                         "first (needs webhooks:write)").set_defaults(run=webhooks.resend_skipped)
     attempts = commands.add_parser("attempts", parents=[common, target],
                                    help="recent events and their delivery (needs apps:read)")
+    attempts.add_argument("--before", metavar="CURSOR",
+                          help="the nextBefore of the page before: list older events")
     attempts.add_argument("--status", choices=["pending", "delivered", "failed", "skipped"])
     attempts.add_argument("--limit", type=whole_number, default=20, metavar="N")
     attempts.set_defaults(run=webhooks.list_attempts)

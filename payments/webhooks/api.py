@@ -10,7 +10,6 @@ What each call does is ``operations``'s, which the console's pages call too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 from typing import TypeVar
 
 from sqlalchemy.orm import Session
@@ -19,10 +18,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from payments.developer.auth import Principal, credentials, enforce_for_developer, run_as
-from payments.errors import ApiError
 from payments.http import json_after_auth, page_size
 from payments.ratelimit import Limit
 from payments.webhooks import operations as ops
+from payments.webhooks.attempt_cursor import attempt_cursor
 from payments.webhooks.services import WebhookServices
 
 T = TypeVar("T")
@@ -128,7 +127,7 @@ class WebhookApi:
         ref = request.path_params["app"]
         query = request.query_params
         wanted = ops.attempt_filter(query.get("status"), query.get("type"),
-                                    _timestamp(query.get("before"), "before"),
+                                    attempt_cursor(query.get("before")),
                                     page_size(query.get("limit")))
         return JSONResponse(await self._as(request, lambda session, who: ops.list_attempts(
             session, who, ref, wanted)))
@@ -144,15 +143,3 @@ class WebhookApi:
         return JSONResponse({"attempt": await self._as(request, lambda session, who: ops.retry(
             session, who, ref, attempt_ref, self.s))}, status_code=202)
 
-
-def _timestamp(raw: str | None, name: str) -> datetime | None:
-    if raw is None:
-        return None
-    try:
-        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise ApiError("invalid_field", 422, f"'{name}' must be an ISO 8601 time.",
-                       field=name) from None
-    if value.tzinfo is None:
-        raise ApiError("invalid_field", 422, f"'{name}' needs a time zone.", field=name)
-    return value

@@ -162,11 +162,18 @@ def webhook_paths() -> dict[str, Any]:
                            {"name": "limit", "in": "query", "schema": {
                                "type": "integer", "minimum": 1, "maximum": 200}},
                            {"name": "before", "in": "query", "schema": STR,
-                            "description": "`nextBefore` of the previous page"}],
-            "get": _op("The app's events and their delivery state, newest first.",
+                            "description": "`nextBefore` of the previous page (an opaque "
+                            "cursor), or an ISO 8601 time with a zone: the events created "
+                            "before it"}],
+            "get": _op("The app's events and their delivery state, newest first (by event "
+                       "time, then event id), `limit` at a time.",
                        "apps:read", answer=_obj(attempts={"type": "array",
                                                           "items": _ref("WebhookAttempt")},
-                                                nextBefore=NULL_STR)),
+                                                nextBefore={
+                                                    "type": ["string", "null"],
+                                                    "description": "opaque cursor: pass as "
+                                                    "`before` for the next, older page; null "
+                                                    "on the last page"})),
         },
         f"{p}/webhook-attempts/{{attempt}}": {
             "parameters": [APP_REF, ATTEMPT_REF],

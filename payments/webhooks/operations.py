@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import anyio.to_thread
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, and_, or_, select
 from sqlalchemy.orm import Session
 
 from manifest.url_policy import CheckedUrl
@@ -29,6 +28,7 @@ from payments.http import field_str, field_str_list, required_str
 from payments.ledger.models import AttemptStatus, WebhookAttempt, WebhookEvent
 from payments.models import App
 from payments.webhooks import endpoints, outbox, resend
+from payments.webhooks.attempt_cursor import AttemptCursor, next_cursor
 from payments.webhooks.models import EVENT_TYPES, WebhookEndpoint, WebhookTry
 from payments.webhooks.samples import test_event_payload
 from payments.webhooks.services import WebhookServices
@@ -52,7 +52,7 @@ class EndpointChange:
 class AttemptFilter:
     status: AttemptStatus | None = None
     event_type: str | None = None
-    before: datetime | None = None
+    before: AttemptCursor | None = None  # attempt_cursor's reading of ``before``
     limit: int = 50
 
 
@@ -76,7 +76,7 @@ def change_input(body: dict[str, Any]) -> EndpointChange:
     return EndpointChange(url, events, enabled)
 
 
-def attempt_filter(status: str | None, event_type: str | None, before: datetime | None,
+def attempt_filter(status: str | None, event_type: str | None, before: AttemptCursor | None,
                    limit: int) -> AttemptFilter:
     if status is not None and status not in {s.value for s in AttemptStatus}:
         raise ApiError("invalid_field", 422, "'status' must be one of "
@@ -211,7 +211,8 @@ def resend_skipped(session: Session, who: Principal, ref: str, hook: str,
 
 def list_attempts(session: Session, who: Principal, ref: str,
                   wanted: AttemptFilter) -> View:
-    """The app's events and their delivery, newest first."""
+    """The app's events and their delivery, newest first by (created_at, event id), at
+    most ``wanted.limit``; ``nextBefore`` lists the next, older page (None: no more)."""
     app = who.app(session, ref, READ)
     q = (select(WebhookAttempt, WebhookEvent)
          .join(WebhookEvent, WebhookEvent.id == WebhookAttempt.event_id)
@@ -221,11 +222,23 @@ def list_attempts(session: Session, who: Principal, ref: str,
     if wanted.event_type is not None:
         q = q.where(WebhookEvent.type == wanted.event_type)
     if wanted.before is not None:
-        q = q.where(WebhookEvent.created_at < wanted.before)
+        q = q.where(_older(wanted.before))
     rows = session.execute(q.order_by(WebhookEvent.created_at.desc(), WebhookEvent.id.desc())
-                           .limit(wanted.limit)).all()
-    last = iso(rows[-1][1].created_at) if len(rows) == wanted.limit else None
-    return {"attempts": [attempt_view(a, e) for a, e in rows], "nextBefore": last}
+                           .limit(wanted.limit + 1)).all()  # one more: is there an older page
+    shown = rows[:wanted.limit]
+    last = shown[-1][1] if len(rows) > wanted.limit else None
+    return {"attempts": [attempt_view(a, e) for a, e in shown],
+            "nextBefore": None if last is None else next_cursor(last.created_at, last.id)}
+
+
+def _older(cursor: AttemptCursor) -> ColumnElement[bool]:
+    """What sorts after the cursor's row: events of the same time, as one transaction
+    writes them, are told apart by id (the list's second key), so none is skipped."""
+    if cursor.event_id is None:  # a bare time: everything created before it
+        return WebhookEvent.created_at < cursor.created_at
+    return or_(WebhookEvent.created_at < cursor.created_at,
+               and_(WebhookEvent.created_at == cursor.created_at,
+                    WebhookEvent.id < cursor.event_id))
 
 
 def get_attempt(session: Session, who: Principal, ref: str, attempt_ref: str) -> View:

@@ -144,6 +144,7 @@ def _details(a: View) -> str:
             ("Headline", escape(a["headline"]) or "—"),
             ("pay_to", f"<code>{escape(a['payTo'])}</code>" if a["payTo"] else "not set"),
             ("pay_to status", escape(a["payToStatus"])),
+            ("Allowlist", _allowlist(a)),
             ("Listing", escape(a["portalListingStatus"])),
             ("Runtime URL", f"<code>{escape(a['runtime']['url'])}</code>"),
             ("Runtime status", escape(a["runtime"]["status"])))
@@ -157,6 +158,32 @@ def _details(a: View) -> str:
            f"<p><a href=\"{here}/config\">Config revisions: what each config apply " \
            "changed</a></p>" \
            "</section>"
+
+
+REFUSED = "Payments are refused with <code>RECIPIENT_NOT_ALLOWLISTED</code> until"
+ADD = "the operators add it (<code>svc-ops allowlist add</code>)"
+
+
+def _allowlist(a: View) -> str:
+    """``recipientAllowlistStatus`` (spec 2.2, "shown as Allowlist"): whether the spender
+    contract may pay ``pay_to``, and, when it may not, until when payments are refused.
+    The service only reads the contract's list (payments.chain.allowlist); operators change
+    it, so a developer learns here what they are waiting for."""
+    status = a["recipientAllowlistStatus"]
+    if status == "allowed":
+        return "allowed"
+    if not a["payTo"]:
+        return ("unknown<br><span class=\"hint\">No pay_to to check yet: payments are "
+                "refused with <code>APP_PAY_TO_INVALID</code> until one is saved.</span>")
+    if status == "not_allowed":
+        return ("not allowed<br><span class=\"hint\">This pay_to is not on the spender "
+                f"contract's recipient allowlist. {REFUSED} {ADD}; this page then says "
+                "allowed.</span>")
+    return (f"{escape(status)}, pending check<br><span class=\"hint\">{REFUSED} the "
+            "service has read this pay_to on the spender contract's recipient allowlist, "
+            "which the chain worker does on its next cycle after pay_to is saved or "
+            f"changed; if the address is not on it, payments stay refused until {ADD}."
+            "</span>")
 
 
 def _pay_to(nav: Nav, a: View, error_html: str, problem: Problem | None) -> str:

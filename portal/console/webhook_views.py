@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from starlette.responses import HTMLResponse
 
@@ -44,7 +45,9 @@ EVENT_HINTS = {
 class WebhookState:
     slug: str
     endpoint: View | None
-    attempts: list[View]
+    attempts: list[View]  # one page of the list, newest first
+    paged: bool = False  # an older page (``?before=``), not the newest events
+    older: str | None = None  # the list's nextBefore: the page after this one; None: last
 
 
 def webhook_page(nav: Nav, state: WebhookState, *, done: str | None = None,
@@ -64,7 +67,7 @@ def webhook_page(nav: Nav, state: WebhookState, *, done: str | None = None,
     error = problem.error if problem else None
     return page(f"Webhooks of {state.slug}", (
         f"<p><a href=\"{base}\">← {s}</a></p><h1>Webhooks</h1>{notice(NOTICES.get(done or ''))}"
-        f"{sections}{_deliveries(nav, base, state.attempts, at('deliveries'))}"),
+        f"{sections}{_deliveries(nav, base, state, at('deliveries'))}"),
         nav=nav, status=error.status if error else 200, headers=error_headers(error))
 
 
@@ -184,20 +187,34 @@ def _test(nav: Nav, hook: str, error_html: str) -> str:
         "it, so your receiver must not grant anything for it.</p></section>")
 
 
-def _deliveries(nav: Nav, base: str, attempts: list[View], error_html: str) -> str:
-    if not attempts:
-        return ("<section id=\"deliveries\" aria-labelledby=\"deliveries-h\"><h2 "
-                f"id=\"deliveries-h\">Deliveries</h2>{error_html}<p>No events yet.</p>"
-                "</section>")
-    rows = "".join(_attempt_row(nav, base, a) for a in attempts)
+def _deliveries(nav: Nav, base: str, state: WebhookState, error_html: str) -> str:
+    head = ("<section id=\"deliveries\" aria-labelledby=\"deliveries-h\"><h2 "
+            f"id=\"deliveries-h\">Deliveries</h2>{error_html}")
+    pages = _pages(base, state)
+    if not state.attempts:
+        empty = "No older events." if state.paged else "No events yet."
+        return f"{head}<p>{empty}</p>{pages}</section>"
+    rows = "".join(_attempt_row(nav, base, a) for a in state.attempts)
+    which = "Older events" if state.paged else "Recent events"
     return (
-        "<section id=\"deliveries\" aria-labelledby=\"deliveries-h\"><h2 id=\"deliveries-h\">"
-        f"Deliveries</h2>{error_html}<table><caption class=\"hint\">Recent events, newest "
-        "first. 522: the endpoint could not be reached or did not answer within 15 s."
+        f"{head}<table><caption class=\"hint\">{which}, newest first. 522: the endpoint "
+        "could not be reached or did not answer within 15 s."
         "</caption><thead><tr><th scope=\"col\">Event</th><th scope=\"col\">Type</th>"
         "<th scope=\"col\">Status</th><th scope=\"col\">Requests</th>"
         "<th scope=\"col\">Last answer</th>"
-        f"<th scope=\"col\">Next try</th></tr></thead><tbody>{rows}</tbody></table></section>")
+        f"<th scope=\"col\">Next try</th></tr></thead><tbody>{rows}</tbody></table>{pages}"
+        "</section>")
+
+
+def _pages(base: str, state: WebhookState) -> str:
+    """Links to the newest page and to the next, older one (the API's ``nextBefore``)."""
+    links = []
+    if state.paged:
+        links.append(f"<a href=\"{base}/webhooks#deliveries\">Newest events</a>")
+    if state.older is not None:
+        links.append(f"<a href=\"{base}/webhooks?before={quote(state.older, safe='')}"
+                     "#deliveries\" rel=\"next\">Older events</a>")
+    return f"<nav aria-label=\"Pages\" class=\"row\">{''.join(links)}</nav>" if links else ""
 
 
 def _attempt_row(nav: Nav, base: str, a: View) -> str:

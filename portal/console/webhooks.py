@@ -23,6 +23,7 @@ from payments.developer.auth import Principal
 from payments.errors import ApiError
 from payments.ratelimit import Limit
 from payments.webhooks import operations as ops
+from payments.webhooks.attempt_cursor import attempt_cursor
 from payments.webhooks.services import WebhookServices
 from portal.console.app_views import Problem
 from portal.console.context import AUTH_REQUIRED, Console
@@ -43,20 +44,26 @@ class WebhookPages:
 
     # Reading
 
-    def _state(self, session: Session, who: Principal, ref: str) -> WebhookState:
+    def _state(self, session: Session, who: Principal, ref: str,
+               before: str | None) -> WebhookState:
         app, endpoint = ops.app_endpoint(session, who, ref)
-        recent = ops.list_attempts(session, who, ref, ops.AttemptFilter(limit=RECENT))
-        return WebhookState(app.slug, endpoint, recent["attempts"])
+        # ``before``: the API's cursor, read as the API reads it; a bad one is a bad
+        # address (400), found after the app so another organization's is still 404.
+        recent = ops.list_attempts(session, who, ref, ops.AttemptFilter(
+            before=attempt_cursor(before, status=400), limit=RECENT))
+        return WebhookState(app.slug, endpoint, recent["attempts"], paged=before is not None,
+                            older=recent["nextBefore"])
 
     async def show(self, request: Request) -> Response:
-        return await self._show(request, request.path_params["app"],
-                                done=request.query_params.get("done"))
+        query = request.query_params
+        return await self._show(request, request.path_params["app"], done=query.get("done"),
+                                before=query.get("before"))
 
     async def _show(self, request: Request, ref: str, *, done: str | None = None,
-                    problem: Problem | None = None) -> Response:
+                    before: str | None = None, problem: Problem | None = None) -> Response:
         try:
             nav, state = await self.c.as_developer(
-                request, lambda session, who: self._state(session, who, ref))
+                request, lambda session, who: self._state(session, who, ref, before))
         except ApiError as error:
             shown = error if problem is None or error.code == AUTH_REQUIRED else problem.error
             return self.c.failure(request, shown, back=f"/apps/{ref}/webhooks")

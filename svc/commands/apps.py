@@ -152,9 +152,32 @@ def app_lines(app: dict[str, Any]) -> list[str]:
         f"{app['slug']}  ({app['id']})", f"  name:     {app['name']}",
         f"  type:     {app['type']}", f"  status:   {app['status']}",
         f"  payTo:    {app['payTo'] or '-'} ({app['payToStatus']})",
+        *allowlist_lines(app),
         f"  runtime:  {runtime.get('url', '-')} ({runtime.get('status', '-')})",
         f"  listing:  {app['portalListingStatus']}",
     ]
+
+
+def allowlist_lines(app: dict[str, Any]) -> list[str]:
+    """``recipientAllowlistStatus`` (spec 2.2, "shown as Allowlist"), and, when payments to
+    ``payTo`` are refused for it, until when: the service only reads the spender contract's
+    list, operators change it (the console's app page says the same)."""
+    status = app.get("recipientAllowlistStatus") or "unknown"
+    if status == "allowed":
+        return ["  allowlist: allowed"]
+    if not app.get("payTo"):
+        return ["  allowlist: unknown (no payTo to check yet: payments are refused with "
+                "APP_PAY_TO_INVALID until one is set)"]
+    refused = "payments are refused with RECIPIENT_NOT_ALLOWLISTED until"
+    add = "the service's operators add it (svc-ops allowlist add)"
+    if status == "not_allowed":
+        return ["  allowlist: not allowed",
+                f"             payTo is not on the spender contract's allowlist: {refused} "
+                f"{add}."]
+    return [f"  allowlist: {status}, pending check",
+            f"             {refused} the service has read payTo on the spender contract's "
+            "allowlist (the chain worker's next cycle after payTo is set or changed); if it "
+            f"is not on it, until {add}."]
 
 
 def _create(client: DeveloperClient, wanted: dict[str, Any]) -> dict[str, Any]:

@@ -125,15 +125,27 @@ def retry(args: argparse.Namespace, out: Output) -> int:
 
 
 def list_attempts(args: argparse.Namespace, out: Output) -> int:
+    """One page, newest first; ``--before`` takes the ``nextBefore`` of the page before."""
     client, slug = _client(args)
     query = f"?limit={args.limit}" + (f"&status={_q(args.status)}" if args.status else "")
+    if args.before is not None:
+        query += f"&before={_q(args.before)}"
     with client:
-        views: list[dict[str, Any]] = client.call(
-            "GET", _path(slug, "webhook-attempts") + query)["attempts"]
+        found = client.call("GET", _path(slug, "webhook-attempts") + query)
+    views: list[dict[str, Any]] = found["attempts"]
+    older: str | None = found.get("nextBefore")
     rows = [f"{v['eventId']}  {v['type']}{' (test)' if v['test'] else ''}  {v['status']}  "
             f"tries={v['attemptCount']}  last={v['responseStatus'] or '-'}"
             f"{'  ' + v['lastError'] if v['lastError'] else ''}" for v in views]
-    out.emit({"app": slug, "attempts": views}, rows or [f"No webhook events on {slug} yet."])
+    if not rows:
+        rows = [f"No older webhook events on {slug}." if args.before is not None
+                else f"No webhook events on {slug} yet."]
+    if older is not None:
+        again = " ".join(["svc webhook attempts", f"--app {slug}", f"--limit {args.limit}",
+                          *([f"--status {args.status}"] if args.status else []),
+                          f"--before {older}"])
+        rows.append(f"Older events: {again}")
+    out.emit({"app": slug, "attempts": views, "nextBefore": older}, rows)
     return ExitCode.OK
 
 

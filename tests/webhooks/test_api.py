@@ -28,6 +28,7 @@ from tests.webhooks.kit import (
     attempts,
     create_endpoint,
     developer_of,
+    enqueue_events,
     grant_token,
     pay,
     wait_until,
@@ -232,6 +233,56 @@ def test_payment_settled_event_is_delivered_and_valid(world: PayWorld, hook: Fau
     with world.sessions() as session:
         types = sorted(e.type for e in session.scalars(select(WebhookEvent)))
     assert types == ["payment.delivered", "payment.settled"]
+
+
+def test_attempt_pages_list_events_sharing_a_time_once_each(world: PayWorld,
+                                                            writer: httpx.Client) -> None:
+    """The events one transaction writes share ``created_at`` (a settlement batch's
+    ``payment.settled`` events): a page ending inside such a group goes on from the next
+    event id of that time, so every event is listed once, in order, whatever the page size;
+    a last page that is exactly full says there is nothing more (``nextBefore`` null)."""
+    with world.sessions() as session:
+        app = session.scalars(select(App).where(App.slug == "game")).one()
+    older = enqueue_events(world.sessions, app, 2)
+    shared = enqueue_events(world.sessions, app, 5)  # one transaction: one created_at
+    newer = enqueue_events(world.sessions, app, 1)
+    with world.sessions() as session:
+        rows = session.execute(select(WebhookEvent.created_at, WebhookEvent.id)
+                               .where(WebhookEvent.app_id == app.id)).all()
+    assert len({when for when, event_id in rows if event_id in shared}) == 1
+    expected = [event_id for _, event_id in sorted(rows, reverse=True)]
+    assert sorted(expected) == sorted(older + shared + newer)
+
+    def walk(limit: int, **query: str) -> list[list[str]]:
+        pages: list[list[str]] = []
+        before: str | None = None
+        while len(pages) < 20:
+            params = {"limit": str(limit), **query, **({"before": before} if before else {})}
+            answer = writer.get(f"{APPS}/webhook-attempts", params=params)
+            assert answer.status_code == 200, answer.text
+            pages.append([view["eventId"] for view in answer.json()["attempts"]])
+            before = answer.json()["nextBefore"]
+            if before is None:
+                return pages
+        raise AssertionError(f"no last page: {pages}")
+
+    for limit in (1, 2, 3, 5, 7):
+        pages = walk(limit)
+        assert [event_id for page in pages for event_id in page] == expected, limit
+        assert [len(page) for page in pages[:-1]] == [limit] * (len(pages) - 1)
+    assert [len(page) for page in walk(4)] == [4, 4]  # exactly full: no empty third page
+    assert walk(8) == [expected] and walk(200) == [expected]
+    # A bare time, as `before` was before the cursor: the events created before it.
+    shared_time = writer.get(f"{APPS}/webhook-attempts/{shared[0]}").json()["attempt"][
+        "createdAt"]
+    answer = writer.get(f"{APPS}/webhook-attempts", params={"before": shared_time})
+    assert [view["eventId"] for view in answer.json()["attempts"]] == expected[-2:]
+    assert answer.json()["nextBefore"] is None
+    cursor = writer.get(f"{APPS}/webhook-attempts", params={"limit": "2"}).json()[
+        "nextBefore"]
+    refused = writer.get(f"{APPS}/webhook-attempts", params={"before": cursor[:-8] + "!"})
+    assert (refused.status_code, refused.json()["code"], refused.json()["field"]) == (
+        422, "invalid_field", "before")
 
 
 def test_bad_input_and_rate_limit(world: PayWorld, hook: FaultyReceiver,

@@ -209,3 +209,34 @@ def test_config_apply_that_enables_the_endpoint_tells_what_was_skipped(
         cli.json("webhook", "update", "--disable")
         after = cli.run("config", "apply", "--yes")  # nothing left skipped: nothing said
         assert after.returncode == 0 and "came due while" not in after.stdout, after.stdout
+
+
+def test_webhook_attempts_pages_with_before(cli: Cli, sessions: sessionmaker[Session]) -> None:
+    """`--before` takes the page's cursor; the text output ends with the command that lists
+    the next page while there is one, and events sharing one time are each listed once."""
+    from sqlalchemy import select
+
+    from payments.models import App
+    with sessions() as session:
+        app = session.scalars(select(App).where(App.slug == "game")).one()
+    written = enqueue_events(sessions, app, 3)  # one transaction: one created_at
+    first = cli.run("webhook", "attempts", "--limit", "2")
+    assert first.returncode == 0, first.stderr
+    *rows, more = first.stdout.splitlines()
+    assert len(rows) == 2 and more.startswith(
+        "Older events: svc webhook attempts --app game --limit 2 --before ")
+    second = cli.run(*more.removeprefix("Older events: svc ").split())
+    assert second.returncode == 0, second.stderr
+    last = second.stdout.splitlines()
+    assert len(last) == 1 and "Older events" not in second.stdout
+    listed = [line.split()[0] for line in rows + last]
+    assert sorted(listed) == sorted(written)
+    page = cli.json("webhook", "attempts", "--limit", "2")
+    assert [v["eventId"] for v in page["attempts"]] == listed[:2]
+    older = cli.json("webhook", "attempts", "--limit", "2", "--before", page["nextBefore"])
+    assert [v["eventId"] for v in older["attempts"]] == listed[2:]
+    assert older["nextBefore"] is None
+    none_left = cli.run("webhook", "attempts", "--before", "2000-01-01T00:00:00Z")
+    assert none_left.stdout.strip() == "No older webhook events on game."
+    refused = cli.run("webhook", "attempts", "--before", "yesterday")
+    assert refused.returncode == 2 and "'before' must be the nextBefore" in refused.stderr

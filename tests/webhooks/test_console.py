@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.models import App
 from payments.webhooks.models import WebhookEndpoint
 from svc.webhooks import verify_webhook
 from tests.factories import add_developer
@@ -23,6 +24,7 @@ from tests.webhooks.kit import (
     console,
     create_endpoint,
     developer_of,
+    enqueue_events,
     pay,
     receiver,
     wait_until,
@@ -244,3 +246,33 @@ def test_console_and_api_share_the_webhook_limits(world: PayWorld) -> None:
         assert 'id="test-h">Test</h2><div class="alert" role="alert">' in limited.text
         again = client.post(f"/api/developer/apps/game/webhooks/{hid}/test")
         assert (again.status_code, again.json()["code"]) == (429, "rate_limited")
+
+
+EVENT_CELL = re.compile(r"<tr><td><code>(zevt_[0-9a-f]+)</code></td>")
+OLDER_LINK = re.compile(r'<a href="(/apps/game/webhooks\?before=[A-Za-z0-9_-]+)#deliveries" '
+                        r'rel="next">Older events</a>')
+
+
+def test_console_pages_older_events_without_skipping_those_sharing_a_time(
+        world: PayWorld) -> None:
+    """51 events written in one transaction (one created_at, as a settlement batch's are):
+    the newest 50, then *Older events* to the 51st, each once; the older page links back to
+    the newest and offers no further page. A ``before`` the API refuses is a 400 page."""
+    with world.sessions() as session:
+        app = session.scalars(select(App).where(App.slug == "game")).one()
+    written = enqueue_events(world.sessions, app, 51)
+    with console(world, developer_of(world)) as client:
+        first = client.get(PAGE)
+        assert first.status_code == 200
+        newest = EVENT_CELL.findall(first.text)
+        link = OLDER_LINK.search(first.text)
+        assert len(newest) == 50 and link is not None and "Newest events" not in first.text
+        second = client.get(link.group(1))
+        assert second.status_code == 200, second.text
+        rest = EVENT_CELL.findall(second.text)
+        assert len(rest) == 1 and sorted(newest + rest) == sorted(written)
+        assert 'href="/apps/game/webhooks#deliveries">Newest events</a>' in second.text
+        assert OLDER_LINK.search(second.text) is None and "Older events, newest" in second.text
+        bad = client.get(PAGE, params={"before": "yesterday"})
+        assert bad.status_code == 400 and "invalid_field" in bad.text
+        assert client.get("/apps/nope/webhooks", params={"before": "x"}).status_code == 404
