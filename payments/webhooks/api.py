@@ -126,9 +126,11 @@ class WebhookApi:
     async def list_attempts(self, request: Request) -> Response:
         ref = request.path_params["app"]
         query = request.query_params
-        wanted = ops.attempt_filter(query.get("status"), query.get("type"),
-                                    attempt_cursor(query.get("before")),
-                                    page_size(query.get("limit")))
+
+        def wanted() -> ops.AttemptFilter:
+            return ops.attempt_filter(query.get("status"), query.get("type"),
+                                      attempt_cursor(query.get("before")),
+                                      page_size(query.get("limit")))
         return JSONResponse(await self._as(request, lambda session, who: ops.list_attempts(
             session, who, ref, wanted)))
 

@@ -210,10 +210,13 @@ def resend_skipped(session: Session, who: Principal, ref: str, hook: str,
 
 
 def list_attempts(session: Session, who: Principal, ref: str,
-                  wanted: AttemptFilter) -> View:
+                  asked: Callable[[], AttemptFilter]) -> View:
     """The app's events and their delivery, newest first by (created_at, event id), at
-    most ``wanted.limit``; ``nextBefore`` lists the next, older page (None: no more)."""
+    most ``wanted.limit``; ``nextBefore`` lists the next, older page (None: no more).
+    ``asked`` reads the filter once the app is found: a bad query on an unknown or another
+    organization's app is still 404."""
     app = who.app(session, ref, READ)
+    wanted = asked()
     q = (select(WebhookAttempt, WebhookEvent)
          .join(WebhookEvent, WebhookEvent.id == WebhookAttempt.event_id)
          .where(WebhookEvent.app_id == app.id))

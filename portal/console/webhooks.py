@@ -49,7 +49,7 @@ class WebhookPages:
         app, endpoint = ops.app_endpoint(session, who, ref)
         # ``before``: the API's cursor, read as the API reads it; a bad one is a bad
         # address (400), found after the app so another organization's is still 404.
-        recent = ops.list_attempts(session, who, ref, ops.AttemptFilter(
+        recent = ops.list_attempts(session, who, ref, lambda: ops.AttemptFilter(
             before=attempt_cursor(before, status=400), limit=RECENT))
         return WebhookState(app.slug, endpoint, recent["attempts"], paged=before is not None,
                             older=recent["nextBefore"])

@@ -76,3 +76,18 @@ def test_a_missing_object_of_the_app_is_404_whatever_the_body(world: World) -> N
     with _session(world, world.developer_id) as client:
         failures = _refusals(client, MISSING_OBJECTS)
     assert not failures, "\n".join(failures)
+
+
+def test_an_app_out_of_reach_is_404_whatever_the_query(world: World) -> None:
+    """The same for a query: the attempts list's ``before`` and ``limit`` are read once the
+    app is found, so a stranger's bad cursor on another organization's app is 404."""
+    stranger, _ = add_developer(world.sessions, "stranger")
+    bad = [("before", "not-a-cursor"), ("limit", "\u0665"), ("status", "nope")]
+    with _session(world, stranger) as client:
+        for name, value in bad:
+            answer = client.get(f"{P}/game/webhook-attempts", params={name: value})
+            assert (answer.status_code, answer.json()["code"]) == (404, "app_not_found"), name
+    with _session(world, world.developer_id) as client:  # the owner is told what is wrong
+        for name, value in bad:
+            answer = client.get(f"{P}/game/webhook-attempts", params={name: value})
+            assert answer.status_code == 422, (name, answer.text)
