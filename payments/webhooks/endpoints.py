@@ -85,8 +85,14 @@ def parse_events(value: Sequence[str] | None, *, default: Sequence[str] | None) 
     return events
 
 
-def endpoint_of(session: Session, app: App, ref: str | None = None) -> WebhookEndpoint:
-    endpoint = session.scalar(select(WebhookEndpoint).where(WebhookEndpoint.app_id == app.id))
+def endpoint_of(session: Session, app: App, ref: str | None = None, *,
+                lock: bool = False) -> WebhookEndpoint:
+    """The app's endpoint; ``lock``: its row locked until commit (PostgreSQL), read as the
+    last writer left it, for a change that depends on what the caller saw."""
+    query = select(WebhookEndpoint).where(WebhookEndpoint.app_id == app.id)
+    if lock:
+        query = query.with_for_update().execution_options(populate_existing=True)
+    endpoint = session.scalar(query)
     if endpoint is None or (ref is not None and endpoint.id != ref):
         raise ApiError("webhook_not_found", 404, f"No webhook endpoint "
                        f"{repr(ref) + ' ' if ref else ''}on app '{app.slug}'.")

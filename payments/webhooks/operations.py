@@ -163,8 +163,11 @@ def change(session: Session, who: Principal, ref: str, hook: str, wanted: Endpoi
 def rotate(session: Session, who: Principal, ref: str, hook: str, s: WebhookServices, *,
            unless_rotated_since: str | None = None) -> tuple[View, str]:
     """A new signing secret. ``unless_rotated_since``: the ``secretCreatedAt`` the caller
-    last saw; a secret made after it is not replaced again (a form sent twice)."""
-    endpoint = endpoints.endpoint_of(session, who.app(session, ref, WRITE), hook)
+    last saw; a secret made after it is not replaced again (a form sent twice, even at
+    once: the row is locked before it is compared, so a second rotation waits for the first
+    and then sees its secret)."""
+    endpoint = endpoints.endpoint_of(session, who.app(session, ref, WRITE), hook,
+                                     lock=unless_rotated_since is not None)
     if (unless_rotated_since is not None
             and unless_rotated_since != iso(endpoint.secret_created_at)):
         raise ApiError("webhook_secret_changed", 409, "The signing secret was already "

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import time
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.models import App
@@ -202,8 +205,8 @@ def test_console_creates_changes_rotates_tests_and_retries(
         assert "Retry queued" not in final.text
         later.append(client.get(f"{PAGE}?done=retried").text)
         later.append(client.get(f"/api/developer/apps/game/webhooks/{hid}").text)
-    for text in later:
-        assert secret not in text and new_secret not in text
+    for page in later:
+        assert secret not in page and new_secret not in page
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert secret not in logged and new_secret not in logged
 
@@ -276,3 +279,53 @@ def test_console_pages_older_events_without_skipping_those_sharing_a_time(
         bad = client.get(PAGE, params={"before": "yesterday"})
         assert bad.status_code == 400 and "invalid_field" in bad.text
         assert client.get("/apps/nope/webhooks", params={"before": "x"}).status_code == 404
+
+
+def test_a_rotation_sent_while_another_commits_does_not_rotate_again(
+        world: PayWorld, db_url: str) -> None:
+    """The rotate form carries the ``secretCreatedAt`` its page showed. A second sending that
+    arrives while the first is still committing must wait for it and see its secret, not
+    compare with the row as it was and replace the secret the first just showed."""
+    with receiver() as hook, console(world, developer_of(world)) as client:
+        created = form(client, PAGE, {"url": hook.url, "event": ["payment.delivered"]})
+        assert created.status_code == 200, created.text
+        since = re.search(r'name="secretCreatedAt" value="([^"]+)"', client.get(PAGE).text)
+        assert since
+        with world.sessions() as session:
+            hid = session.scalars(select(WebhookEndpoint.id)).one()
+        answers: list[httpx.Response] = []
+        other = threading.Thread(target=lambda: answers.append(
+            form(client, f"{PAGE}/{hid}/rotate", {"secretCreatedAt": since.group(1)})))
+        with world.sessions() as first:
+            first.begin()
+            row = first.get(WebhookEndpoint, hid)
+            assert row is not None
+            # The first rotation, written and not committed yet.
+            row.secret_created_at = row.secret_created_at + timedelta(seconds=1)
+            row.secret_preview = "zwhsec_…abcd"
+            first.flush()
+            other.start()
+            wait_for_a_lock_wait(world.sessions, db_url)
+            first.commit()
+        other.join(30)
+    assert [a.status_code for a in answers] == [409], [a.text[:300] for a in answers]
+    assert "webhook_secret_changed" in answers[0].text
+    with world.sessions() as session:
+        kept = session.get(WebhookEndpoint, hid)
+        assert kept is not None and kept.secret_preview == "zwhsec_…abcd"  # not replaced
+
+
+def wait_for_a_lock_wait(sessions: sessionmaker[Session], db_url: str) -> None:
+    """Until another transaction waits on a row lock (PostgreSQL); SQLite's second writer
+    waits at BEGIN IMMEDIATE whatever the code does."""
+    if not db_url.startswith("postgresql"):
+        time.sleep(0.3)
+        return
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with sessions() as probe:
+            if probe.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE "
+                                 "wait_event_type = 'Lock' AND datname = current_database()")):
+                return
+        time.sleep(0.02)
+    pytest.fail("the second rotation never waited on the first")
