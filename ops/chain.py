@@ -160,7 +160,7 @@ def _set_allowed_dev(args: argparse.Namespace, sessions: sessionmaker[Session]) 
 
 def connect(settings: Settings) -> JsonRpcChain:
     from payments.chain.json_rpc import JsonRpcChain
-    from payments.chain.params import ChainParams
+    from router.chain_params import chain_params
     if settings.chain_backend != "json_rpc":
         raise OpsError("the in-process chain lives inside the server and allowlists app "
                        "recipients at start; set SVCSRV_CHAIN_BACKEND=json_rpc to use these "
@@ -168,11 +168,9 @@ def connect(settings: Settings) -> JsonRpcChain:
     if not settings.relayer_key:
         raise OpsError(f"set {ENV_PREFIX}RELAYER_KEY (the relayer's private key)")
     assert settings.chain_rpc_url and settings.spender_address
-    params = ChainParams(chain_id=settings.chain_id, token=settings.usdc_address,
-                         token_name=settings.usdc_name, token_version=settings.usdc_version,
-                         spender=settings.spender_address, network="base-sepolia",
-                         simulated=False)
-    return JsonRpcChain.connect(settings.chain_rpc_url, params, settings.relayer_key,
+    # The servers' own params: the settlement's events say the network the delivery's said.
+    return JsonRpcChain.connect(settings.chain_rpc_url, chain_params(settings),
+                                settings.relayer_key,
                                 confirmations=settings.chain_confirmations,
                                 max_fee_per_gas=settings.chain_max_fee_per_gas)
 

@@ -25,7 +25,6 @@ from manifest import schema as manifest_schema
 from manifest.fetch import FetchLimits, OriginClient
 from manifest.url_policy import DnsResolver, UrlPolicy
 from payments import migrate
-from payments.chain.params import ChainParams, in_process_params, network_name
 from payments.config.api import ConfigApi
 from payments.db import make_engine, make_sessionmaker
 from payments.developer.api import DeveloperApi
@@ -51,6 +50,7 @@ from portal.config import PortalConfig
 from portal.routes import legacy_launch_routes, portal_app
 from router.app_directory import AppDirectory
 from router.chain import open_chain, start_workers
+from router.chain_params import chain_params
 from router.fast_path import FastPath
 from router.gating import RuntimeRoute
 from router.head_policy import HeadPolicy
@@ -228,17 +228,6 @@ def runtime_services(settings: Settings, resources: Resources, developer: Develo
     return RuntimeServices(developer=developer, client=client,
                            runtime_url=settings.runtime_url, apps_domain=settings.apps_domain,
                            publish=publish, verifiers=anyio.CapacityLimiter(8))
-
-
-def chain_params(settings: Settings) -> ChainParams:
-    if settings.chain_backend == "in_process":
-        return in_process_params()
-    assert settings.spender_address is not None  # Settings requires it for json_rpc
-    return ChainParams(chain_id=settings.chain_id, token=settings.usdc_address,
-                       token_name=settings.usdc_name, token_version=settings.usdc_version,
-                       spender=settings.spender_address,
-                       network=network_name(settings.chain_id),
-                       simulated=False)
 
 
 def ledger_config(settings: Settings) -> LedgerConfig:

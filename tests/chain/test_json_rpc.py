@@ -37,6 +37,7 @@ from payments.ledger.models import (
 from payments.models import AllowlistStatus, App
 from payments.runtime.models import OperatorAction
 from router.chain import open_chain
+from router.chain_params import chain_params
 from router.settings import load_settings
 from tests.chain.hardhat import OWNER_KEY, RELAYER_KEY, HardhatNode, hardhat_node
 from tests.chain.world import Crash, World, crash_at, recipient, wallet
@@ -550,3 +551,13 @@ def test_a_dropped_relay_mined_after_all_leaves_the_budget_relayed(
     assert world.chain.allowance(user.address) == 1_000_000
     world.worker().run_once()
     assert world.statuses()[seq] == S.SETTLED
+
+
+def test_svc_ops_signs_for_the_network_the_servers_name(ops_env: Path, node: HardhatNode) -> None:
+    """``svc-ops chain run`` writes the settlement's events: they carry the ``network`` the
+    servers put on the delivery's (a local node is ``eip155:<chain id>``, never Base Sepolia)."""
+    from ops.chain import connect
+    settings = load_settings()
+    params = connect(settings).params
+    assert params == chain_params(settings)
+    assert params.network == f"eip155:{node.params.chain_id}"

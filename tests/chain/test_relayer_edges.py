@@ -31,7 +31,7 @@ from payments.ledger.models import (
 )
 from payments.ledger.views import event_payload
 from payments.models import App, Product
-from router.app import chain_params
+from router.chain_params import chain_params
 from router.settings import Settings
 from tests.chain.world import Crash, World, crash_at, recipient, wallet
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from router.app import chain_params
+from router.chain_params import chain_params
 from router.settings import Settings, SettingsError, load_settings
 
 PROD = {
