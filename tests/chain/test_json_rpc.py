@@ -21,7 +21,13 @@ from payments.chain.batching import BatchPolicy
 from payments.chain.contracts import load_artifact
 from payments.chain.gateway import FeeAboveCap
 from payments.chain.json_rpc import JsonRpcChain
-from payments.chain.models import ChainTransaction, ChargeRetry, TxStatus
+from payments.chain.models import (
+    ChainFinding,
+    ChainTransaction,
+    ChargeRetry,
+    FindingKind,
+    TxStatus,
+)
 from payments.chain.reconcile import Reconciler
 from payments.chain.relayer import Relayer
 from payments.chain.settlement import SettlementWorker, signed_tx
@@ -561,3 +567,19 @@ def test_svc_ops_signs_for_the_network_the_servers_name(ops_env: Path, node: Har
     params = connect(settings).params
     assert params == chain_params(settings)
     assert params.network == f"eip155:{node.params.chain_id}"
+
+
+def test_findings_are_listed_without_the_relayer_key_or_a_node(
+        rpc_world: World, ops_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``svc-ops chain findings`` reads the ledger's rows: a monitoring host runs it without
+    the relayer's private key (one sending process per key) and without reaching the node."""
+    with rpc_world.sessions() as session, session.begin():
+        session.add(ChainFinding(kind=FindingKind.UNKNOWN_CHARGE, fingerprint="walk:987654",
+                                 charge_seq=987654,
+                                 tx_hash="0x" + "ab" * 32, detail={"note": "walk"}))
+    monkeypatch.delenv("SVCSRV_RELAYER_KEY")
+    monkeypatch.setenv("SVCSRV_CHAIN_RPC_URL", "http://127.0.0.1:9")  # nothing listens
+    assert svc_ops(["chain", "findings"]) == 0
+    out = capsys.readouterr().out
+    assert "unknown_charge\tcharge=987654" in out
