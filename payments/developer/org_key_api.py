@@ -69,8 +69,8 @@ class OrganizationKeyApi:
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             who.require_session(org_keys.ACTION)
+            key = org_keys.organization_key(session, who, key_id)  # 404 before the body
             label, scopes = key_changes(read_body())
-            key = org_keys.organization_key(session, who, key_id)
             update_key(key, label=label, scopes=scopes)
             session.flush()
             return {"key": key_view(key)}

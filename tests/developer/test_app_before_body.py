@@ -91,3 +91,12 @@ def test_an_app_out_of_reach_is_404_whatever_the_query(world: World) -> None:
         for name, value in bad:
             answer = client.get(f"{P}/game/webhook-attempts", params={name: value})
             assert answer.status_code == 422, (name, answer.text)
+
+
+def test_a_missing_organization_key_is_404_whatever_the_body(world: World) -> None:
+    with _session(world, world.developer_id) as client:
+        for name, content, media in BODIES:
+            answer = client.patch("/api/developer/keys/zkey_nope", content=content,
+                                  headers={"content-type": media})
+            assert (answer.status_code, answer.json().get("code")) == (404, "key_not_found"), \
+                (name, answer.text[:200])
