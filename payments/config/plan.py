@@ -23,6 +23,7 @@ from manifest.url_policy import UrlPolicy, UrlRefused, check_runtime_origin, che
 from payments.apps import check_distribution_targets, check_entry_url_field, check_pay_to
 from payments.config.document import Problem, json_path, withhold_secrets
 from payments.config.models import ConfigRevision
+from payments.config.product_match import renamed, sku_of, slug_taken
 from payments.developer.models import ApiKey
 from payments.errors import ApiError
 from payments.models import App, AppType, Product, ProductStatus, RuntimeStatus
@@ -36,9 +37,10 @@ KINDS = {"game": AppType.GAME, "application": AppType.APPLICATION}
 # asks for, so a config apply can do nothing a grant could not do call by call.
 WRITE_SCOPES = {"app": "apps:write", "runtime": "runtime:write", "product": "products:write",
                 "webhook": "webhooks:write"}
-# Product fields compared, in the order a diff shows them.
-PRODUCT_FIELDS = ("sku", "name", "priceAtomic", "pricing", "minAmountAtomic", "maxAmountAtomic",
-                  "riskMode", "riskPolicy.trustedServerCharge.enabled",
+# Product fields compared, in the order a diff shows them. The sku never changes (products
+# match by it); a new slug renames the product.
+PRODUCT_FIELDS = ("slug", "sku", "name", "priceAtomic", "pricing", "minAmountAtomic",
+                  "maxAmountAtomic", "riskMode", "riskPolicy.trustedServerCharge.enabled",
                   "riskPolicy.trustedServerCharge.paymentProofRequired",
                   "riskPolicy.trustedServerCharge.maxAmountAtomic", "fulfillmentAdapter",
                   "fulfillmentConfig", "status")
@@ -227,17 +229,28 @@ def _flat(view: dict[str, Any]) -> dict[str, Any]:
 
 def _product_ops(session: Session, app: App | None, declared: list[dict[str, Any]] | None,
                  mode: str, plan: Plan) -> list[Op]:
-    existing = ({p.slug: p for p in session.scalars(
-        select(Product).where(Product.app_id == app.id))} if app else {})
-    by_sku = {p.sku: p for p in existing.values()}
+    """Products match by sku (spec 2.3: "match key for product upsert"; the slug when the
+    file gives none), as ``svc product upsert`` matches them: a new slug on a known sku
+    renames that product, and a new sku is a new product, even on a slug in use."""
+    rows = list(session.scalars(select(Product).where(Product.app_id == app.id))) if app else []
+    by_sku = {p.sku: p for p in rows}
+    by_slug = {p.slug: p for p in rows}
     ops = []
+    first: dict[str, int] = {}  # each declared sku: where the file declares it
     for index, wanted in enumerate(declared or []):
+        sku = sku_of(wanted)
+        if first.setdefault(sku, index) != index:  # "gem" and "gem ": one sku once stored
+            plan.errors.append(Problem(json_path(["products", index, "sku"]),
+                                       "config_duplicate", f"sku '{sku}' is also declared at "
+                                       f"{json_path(['products', first[sku]])}."))
+            continue
         spec = {**wanted, "status": ProductStatus.ACTIVE.value}
-        current = existing.get(wanted["slug"])
-        owner = by_sku.get(wanted.get("sku", wanted["slug"]))
-        if owner is not None and owner is not current:
-            plan.errors.append(Problem(json_path(["products", index, "sku"]), "product_exists",
-                                       f"sku '{owner.sku}' belongs to product '{owner.slug}'."))
+        current = by_sku.get(sku)
+        holder = by_slug.get(wanted["slug"])
+        if holder is not None and holder is not current:
+            plan.errors.append(Problem(json_path(["products", index, "slug"]),
+                                       "product_exists",
+                                       slug_taken(wanted, sku, holder, current)))
             continue
         # Checked on a draft: the real row changes only in apply, with these same rules.
         draft = ProductDraft.of(current) if current is not None else ProductDraft()
@@ -250,19 +263,20 @@ def _product_ops(session: Session, app: App | None, declared: list[dict[str, Any
             plan.errors.append(Problem(path, error.code, error.message))
             continue
         after = _flat(product_view(draft, "", ""))
-        if current is None:
-            ops.append(Op("create", "product", wanted["slug"],
-                          [Change(k, None, v) for k, v in after.items() if v is not None],
-                          spec=spec))
+        if current is None:  # the key names the slug: no "slug" change to show
+            ops.append(Op("create", "product", draft.slug,
+                          [Change(k, None, v) for k, v in after.items()
+                           if v is not None and k != "slug"], spec=spec))
             continue
         before = _flat(product_view(current, "", ""))
         changes = [Change(k, before[k], after[k]) for k in PRODUCT_FIELDS
                    if before[k] != after[k]]
-        ops.append(Op("update" if changes else "unchanged", "product", current.slug, changes,
+        if current.slug != draft.slug:
+            plan.warnings.append(renamed(plan.app_slug, current, draft.slug))
+        ops.append(Op("update" if changes else "unchanged", "product", draft.slug, changes,
                       current.id, spec=spec))
-    named = {w["slug"] for w in declared or []}
-    for product in sorted(existing.values(), key=lambda p: p.slug):
-        if product.slug in named or product.status is not ProductStatus.ACTIVE:
+    for product in sorted(rows, key=lambda p: p.slug):
+        if product.sku in first or product.status is not ProductStatus.ACTIVE:
             continue
         if mode == "mirror":
             ops.append(Op("disable", "product", product.slug,
@@ -270,8 +284,9 @@ def _product_ops(session: Session, app: App | None, declared: list[dict[str, Any
         else:
             plan.warnings.append({
                 "code": "undeclared_product", "key": product.slug,
-                "message": f"Product '{product.slug}' is active but not in the file; merge "
-                           "leaves it as it is (mirror would disable it)."})
+                "message": f"Product '{product.slug}' is active but not in the file (no "
+                           f"product there has its sku '{product.sku}'); merge leaves it as it "
+                           "is (mirror would disable it)."})
     return ops
 
 
