@@ -18,7 +18,15 @@ from sqlalchemy.orm import Session
 from manifest.url_policy import check_webhook_url
 from payments.apps import set_pay_to
 from payments.config.models import ConfigRevision
-from payments.config.plan import KINDS, Context, Op, Plan, head_revision, make_plan
+from payments.config.plan import (
+    KINDS,
+    Context,
+    Op,
+    Plan,
+    entry_path_after,
+    head_revision,
+    make_plan,
+)
 from payments.config.state import recordable_state
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal
@@ -78,13 +86,8 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
     ids: dict[str, Any] = {"app": target.id, "products": {}, "webhook": None}
     for op in plan.ops[1:]:
         if op.resource == "runtime" and op.op != "unchanged":
-            # The entry path follows the app path (as configure's default), unless the
-            # console or CLI set it apart from it.
-            entry = target.runtime_entry_path
-            if entry is None or entry == target.runtime_app_path:
-                entry = op.spec["appPath"]
             operations.configure(session, target, op.spec["origin"], op.spec["appPath"],
-                                 entry)
+                                 entry_path_after(target, op.spec["appPath"]))
         elif op.resource == "webhook":
             ids["webhook"] = _apply_webhook(session, target, op, context, box, now, secrets)
             if op.op == "update":  # a declared endpoint is enabled: it may have been off

@@ -19,6 +19,14 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from manifest.rules import (
+    MANIFEST_PATH,
+    MAX_PATH_LENGTH,
+    PAYMENT_SUBMITTED_PATH,
+    WEBHOOK_PATH,
+    is_concrete_path,
+    same_origin,
+)
 from manifest.url_policy import UrlPolicy, UrlRefused, check_runtime_origin, check_webhook_url
 from payments.apps import check_distribution_targets, check_entry_url_field, check_pay_to
 from payments.config.document import Problem, json_path, withhold_secrets
@@ -207,9 +215,15 @@ def _runtime_op(app: App | None, declared: dict[str, Any], context: Context,
         return Op("unchanged", "runtime", key)
     origin = f"{checked.scheme}://{checked.host_header}"  # stored canonical, as the API does
     app_path = declared.get("appPath", app.runtime_app_path if app else "/")
-    if not app_path.startswith("/") or "?" in app_path or "#" in app_path:
-        plan.errors.append(Problem("$.runtime.appPath", "invalid_field",
-                                   "'appPath' must be a concrete path such as \"/\"."))
+    # The runtime API's rule (and the manifest's, so verification can pass): no "//host",
+    # dot segment, whitespace or control character.
+    if not is_concrete_path(app_path):
+        saved = "" if "appPath" in declared else (
+            f" The saved one ({json.dumps(app_path)}) is not: declare one.")
+        plan.errors.append(Problem("$.runtime.appPath", "invalid_field", (
+            "'appPath' must be a concrete path such as \"/\" or \"/play\" (starting with "
+            "one '/', no query, fragment, dot segment or whitespace, at most "
+            f"{MAX_PATH_LENGTH} characters).{saved}")))
     wanted = {"origin": origin, "appPath": app_path}
     if app is None or app.runtime_status is RuntimeStatus.NOT_CONFIGURED:
         return Op("create", "runtime", origin, [Change(k, None, v) for k, v in wanted.items()],
@@ -350,17 +364,62 @@ def _secrets_and_runtime_inputs(session: Session, app: App | None, document: dic
             "name": "SVC_API_KEY", "status": "none",
             "message": "The app has no active backend key; create one with `svc keys create` "
                        "(shown once) if your backend calls the API."})
+    _runtime_inputs(session, app, slug, document, context, plan)
+
+
+def _runtime_inputs(session: Session, app: App | None, slug: str, document: dict[str, Any],
+                    context: Context, plan: Plan) -> None:
+    """What ``svc runtime verify`` will require of the runtime this config leaves: the
+    manifest's values (``manifest.rules``; its paths are the rules' constants, whatever the
+    webhook URL's path), and a warning when the webhook is registered on the runtime origin
+    at another path than the one verification probes there."""
     runtime = next((op for op in plan.ops if op.resource == "runtime"), None)
     origin = runtime.spec.get("origin") if runtime else (app.runtime_origin if app else None)
     if not origin:
         return
-    webhook_url = hooks[0].spec.get("url") if hooks and hooks[0].spec else None
+    if runtime is not None:
+        app_path = runtime.spec["appPath"]
+        entry_path = entry_path_after(app, app_path)
+    else:
+        assert app is not None  # an origin without a runtime op is the saved one
+        app_path, entry_path = app.runtime_app_path, app.runtime_entry_path
     pay_to = document["app"].get("payTo", app.pay_to if app else None)
     plan.runtime_validation = {
-        "origin": origin, "manifestUrl": f"{origin}/.well-known/svc.json",
-        "appPath": (runtime.spec.get("appPath") if runtime else None)
-        or (app.runtime_app_path if app else "/"),
+        "origin": origin, "manifestUrl": f"{origin}{MANIFEST_PATH}", "appPath": app_path,
         "expected": {"appId": app.id if app else None, "appSlug": slug, "payTo": pay_to,
-                     "webhookPath": urlsplit(webhook_url).path if webhook_url else None},
+                     "webhookPath": WEBHOOK_PATH,
+                     "paymentSubmittedPath": PAYMENT_SUBMITTED_PATH, "entryPath": entry_path},
         "returnUrl": f"{context.runtime_url(slug)}/svc-auth-return?app={slug}",
     }
+    webhook_url = _registered_webhook(session, app, plan)
+    if webhook_url is None:
+        return
+    parts = urlsplit(webhook_url)
+    if same_origin(f"{parts.scheme}://{parts.netloc}", origin) and parts.path != WEBHOOK_PATH:
+        plan.warnings.append({
+            "code": "webhook_path_not_verified", "key": webhook_url,
+            "message": f"The webhook URL is on the runtime origin at {parts.path or '/'}, but "
+                       f"runtime verification requires the manifest's webhookPath to be "
+                       f"{WEBHOOK_PATH} and probes POST {WEBHOOK_PATH} on the runtime origin "
+                       f"(it must answer 401 to an unsigned request): serve your webhook "
+                       f"handler at {WEBHOOK_PATH} and register that URL."})
+
+
+def _registered_webhook(session: Session, app: App | None, plan: Plan) -> str | None:
+    """The webhook endpoint URL enabled once this plan is applied, if any."""
+    hook = next((op for op in plan.ops if op.resource == "webhook"), None)
+    if hook is not None:
+        url = hook.spec.get("url") if hook.op != "disable" else None
+        return str(url) if url else None
+    if app is None:
+        return None
+    return session.scalar(select(WebhookEndpoint.url).where(
+        WebhookEndpoint.app_id == app.id, WebhookEndpoint.status == EndpointStatus.ENABLED))
+
+
+def entry_path_after(app: App | None, app_path: str) -> str:
+    """The entry path a runtime saved with ``app_path`` has: it follows the app path (as
+    ``svc runtime configure``'s default does) unless the console or the CLI set it apart."""
+    if app is None or app.runtime_entry_path in (None, app.runtime_app_path):
+        return app_path
+    return app.runtime_entry_path
