@@ -128,6 +128,19 @@ def create_product(session: Session, app: App, spec: dict[str, Any]) -> Product:
     return product
 
 
+def update_product(session: Session, product: Product, spec: dict[str, Any]) -> None:
+    """Change ``product`` as ``spec`` says; a slug or sku another product of the app holds
+    is refused as ``product_exists`` (409), as on create, not a server error."""
+    apply_product_fields(product, spec, creating=False)
+    slug, sku = product.slug, product.sku  # a rolled-back savepoint expires the row
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError:
+        raise ApiError("product_exists", 409, f"This app already has another product with "
+                       f"slug '{slug}' or sku '{sku}'.") from None
+
+
 def new_product(app: App, spec: dict[str, Any]) -> Product:
     """The product ``spec`` describes, checked, not yet in a session."""
     template = None

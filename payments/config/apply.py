@@ -18,7 +18,15 @@ from sqlalchemy.orm import Session
 from manifest.url_policy import check_webhook_url
 from payments.apps import set_pay_to
 from payments.config.models import ConfigRevision
-from payments.config.plan import KINDS, Context, Op, Plan, head_revision, make_plan
+from payments.config.plan import (
+    KINDS,
+    Context,
+    Op,
+    Plan,
+    entry_path_after,
+    head_revision,
+    make_plan,
+)
 from payments.config.state import recordable_state
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal
@@ -78,13 +86,8 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
     ids: dict[str, Any] = {"app": target.id, "products": {}, "webhook": None}
     for op in plan.ops[1:]:
         if op.resource == "runtime" and op.op != "unchanged":
-            # The entry path follows the app path (as configure's default), unless the
-            # console or CLI set it apart from it.
-            entry = target.runtime_entry_path
-            if entry is None or entry == target.runtime_app_path:
-                entry = op.spec["appPath"]
             operations.configure(session, target, op.spec["origin"], op.spec["appPath"],
-                                 entry)
+                                 entry_path_after(target, op.spec["appPath"]))
         elif op.resource == "webhook":
             ids["webhook"] = _apply_webhook(session, target, op, context, box, now, secrets)
             if op.op == "update":  # a declared endpoint is enabled: it may have been off
@@ -173,9 +176,9 @@ def apply_product_ops(session: Session, app: App, ops: list[Op]) -> dict[str, st
     """Carry out the product ops; slug -> id of every declared product.
 
     A file may hold hundreds of products: the app's rows are loaded in one query (not one
-    per op), unchanged ones are left alone, and new ones are inserted in one flush (the
-    plan, made in this transaction under the app's lock, already found their slugs and
-    skus free)."""
+    per op), unchanged ones are left alone, and changed and new ones are written in one
+    flush (the plan, made in this transaction under the app's lock, already found the slugs
+    they take and the skus of new ones free)."""
     rows = ({p.id: p for p in session.scalars(select(Product).where(Product.app_id == app.id))}
             if any(op.op in ("update", "disable") for op in ops) else {})
     created: dict[str, Product] = {}
@@ -186,13 +189,13 @@ def apply_product_ops(session: Session, app: App, ops: list[Op]) -> dict[str, st
             apply_product_fields(rows[str(op.id)], op.spec, creating=False)
         elif op.op == "disable":
             rows[str(op.id)].status = ProductStatus.DISABLED
-    if created:
-        session.add_all(created.values())
+    session.add_all(created.values())
+    if any(op.op != "unchanged" for op in ops):
         try:  # no savepoint: a refusal rolls the whole apply back
             session.flush()
-        except IntegrityError:  # the product API created one of these slugs meanwhile
-            raise ApiError("product_exists", 409, "A product with one of the file's slugs or "
-                           "skus was created while this apply ran; nothing was changed: plan "
+        except IntegrityError:  # the product API took one of these slugs or skus meanwhile
+            raise ApiError("product_exists", 409, "A product took one of the file's slugs or "
+                           "skus while this apply ran; nothing was changed: plan "
                            "again.") from None
     return {op.key: created[op.key].id if op.op == "create" else str(op.id) for op in ops}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from manifest.rules import PAYMENT_SUBMITTED_PATH, WEBHOOK_PATH
 from payments.schemas import CONFIG, load_schema
 
 GRANT: list[dict[str, list[str]]] = [{"cliGrant": []}, {"consoleSession": []}]
@@ -70,8 +71,11 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
         runtimeValidation={"anyOf": [{"type": "null"}, _obj(
             ["origin", "manifestUrl", "appPath", "expected", "returnUrl"], origin=STR,
             manifestUrl=STR, appPath=STR, returnUrl=STR,
-            expected=_obj(["appId", "appSlug", "payTo", "webhookPath"], appId=NSTR,
-                          appSlug=STR, payTo=NSTR, webhookPath=NSTR))]}),
+            expected=_obj(["appId", "appSlug", "payTo", "webhookPath", "paymentSubmittedPath",
+                           "entryPath"], appId=NSTR, appSlug=STR, payTo=NSTR,
+                          webhookPath={"const": WEBHOOK_PATH},
+                          paymentSubmittedPath={"const": PAYMENT_SUBMITTED_PATH},
+                          entryPath=STR))]}),
     "ConfigApplied": _obj(
         ["app", "mode", "ops", "summary", "ids", "warnings", "revision"],
         app=STR, mode={"enum": ["merge", "mirror"]},

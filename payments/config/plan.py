@@ -19,10 +19,19 @@ from urllib.parse import urlsplit
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from manifest.rules import (
+    MANIFEST_PATH,
+    MAX_PATH_LENGTH,
+    PAYMENT_SUBMITTED_PATH,
+    WEBHOOK_PATH,
+    is_concrete_path,
+    same_origin,
+)
 from manifest.url_policy import UrlPolicy, UrlRefused, check_runtime_origin, check_webhook_url
 from payments.apps import check_distribution_targets, check_entry_url_field, check_pay_to
 from payments.config.document import Problem, json_path, withhold_secrets
 from payments.config.models import ConfigRevision
+from payments.config.product_match import renamed, sku_of, slug_taken
 from payments.developer.models import ApiKey
 from payments.errors import ApiError
 from payments.models import App, AppType, Product, ProductStatus, RuntimeStatus
@@ -36,9 +45,10 @@ KINDS = {"game": AppType.GAME, "application": AppType.APPLICATION}
 # asks for, so a config apply can do nothing a grant could not do call by call.
 WRITE_SCOPES = {"app": "apps:write", "runtime": "runtime:write", "product": "products:write",
                 "webhook": "webhooks:write"}
-# Product fields compared, in the order a diff shows them.
-PRODUCT_FIELDS = ("sku", "name", "priceAtomic", "pricing", "minAmountAtomic", "maxAmountAtomic",
-                  "riskMode", "riskPolicy.trustedServerCharge.enabled",
+# Product fields compared, in the order a diff shows them. The sku never changes (products
+# match by it); a new slug renames the product.
+PRODUCT_FIELDS = ("slug", "sku", "name", "priceAtomic", "pricing", "minAmountAtomic",
+                  "maxAmountAtomic", "riskMode", "riskPolicy.trustedServerCharge.enabled",
                   "riskPolicy.trustedServerCharge.paymentProofRequired",
                   "riskPolicy.trustedServerCharge.maxAmountAtomic", "fulfillmentAdapter",
                   "fulfillmentConfig", "status")
@@ -205,9 +215,15 @@ def _runtime_op(app: App | None, declared: dict[str, Any], context: Context,
         return Op("unchanged", "runtime", key)
     origin = f"{checked.scheme}://{checked.host_header}"  # stored canonical, as the API does
     app_path = declared.get("appPath", app.runtime_app_path if app else "/")
-    if not app_path.startswith("/") or "?" in app_path or "#" in app_path:
-        plan.errors.append(Problem("$.runtime.appPath", "invalid_field",
-                                   "'appPath' must be a concrete path such as \"/\"."))
+    # The runtime API's rule (and the manifest's, so verification can pass): no "//host",
+    # dot segment, whitespace or control character.
+    if not is_concrete_path(app_path):
+        saved = "" if "appPath" in declared else (
+            f" The saved one ({json.dumps(app_path)}) is not: declare one.")
+        plan.errors.append(Problem("$.runtime.appPath", "invalid_field", (
+            "'appPath' must be a concrete path such as \"/\" or \"/play\" (starting with "
+            "one '/', no query, fragment, dot segment or whitespace, at most "
+            f"{MAX_PATH_LENGTH} characters).{saved}")))
     wanted = {"origin": origin, "appPath": app_path}
     if app is None or app.runtime_status is RuntimeStatus.NOT_CONFIGURED:
         return Op("create", "runtime", origin, [Change(k, None, v) for k, v in wanted.items()],
@@ -227,17 +243,28 @@ def _flat(view: dict[str, Any]) -> dict[str, Any]:
 
 def _product_ops(session: Session, app: App | None, declared: list[dict[str, Any]] | None,
                  mode: str, plan: Plan) -> list[Op]:
-    existing = ({p.slug: p for p in session.scalars(
-        select(Product).where(Product.app_id == app.id))} if app else {})
-    by_sku = {p.sku: p for p in existing.values()}
+    """Products match by sku (spec 2.3: "match key for product upsert"; the slug when the
+    file gives none), as ``svc product upsert`` matches them: a new slug on a known sku
+    renames that product, and a new sku is a new product, even on a slug in use."""
+    rows = list(session.scalars(select(Product).where(Product.app_id == app.id))) if app else []
+    by_sku = {p.sku: p for p in rows}
+    by_slug = {p.slug: p for p in rows}
     ops = []
+    first: dict[str, int] = {}  # each declared sku: where the file declares it
     for index, wanted in enumerate(declared or []):
+        sku = sku_of(wanted)
+        if first.setdefault(sku, index) != index:  # "gem" and "gem ": one sku once stored
+            plan.errors.append(Problem(json_path(["products", index, "sku"]),
+                                       "config_duplicate", f"sku '{sku}' is also declared at "
+                                       f"{json_path(['products', first[sku]])}."))
+            continue
         spec = {**wanted, "status": ProductStatus.ACTIVE.value}
-        current = existing.get(wanted["slug"])
-        owner = by_sku.get(wanted.get("sku", wanted["slug"]))
-        if owner is not None and owner is not current:
-            plan.errors.append(Problem(json_path(["products", index, "sku"]), "product_exists",
-                                       f"sku '{owner.sku}' belongs to product '{owner.slug}'."))
+        current = by_sku.get(sku)
+        holder = by_slug.get(wanted["slug"])
+        if holder is not None and holder is not current:
+            plan.errors.append(Problem(json_path(["products", index, "slug"]),
+                                       "product_exists",
+                                       slug_taken(wanted, sku, holder, current)))
             continue
         # Checked on a draft: the real row changes only in apply, with these same rules.
         draft = ProductDraft.of(current) if current is not None else ProductDraft()
@@ -250,19 +277,20 @@ def _product_ops(session: Session, app: App | None, declared: list[dict[str, Any
             plan.errors.append(Problem(path, error.code, error.message))
             continue
         after = _flat(product_view(draft, "", ""))
-        if current is None:
-            ops.append(Op("create", "product", wanted["slug"],
-                          [Change(k, None, v) for k, v in after.items() if v is not None],
-                          spec=spec))
+        if current is None:  # the key names the slug: no "slug" change to show
+            ops.append(Op("create", "product", draft.slug,
+                          [Change(k, None, v) for k, v in after.items()
+                           if v is not None and k != "slug"], spec=spec))
             continue
         before = _flat(product_view(current, "", ""))
         changes = [Change(k, before[k], after[k]) for k in PRODUCT_FIELDS
                    if before[k] != after[k]]
-        ops.append(Op("update" if changes else "unchanged", "product", current.slug, changes,
+        if current.slug != draft.slug:
+            plan.warnings.append(renamed(plan.app_slug, current, draft.slug))
+        ops.append(Op("update" if changes else "unchanged", "product", draft.slug, changes,
                       current.id, spec=spec))
-    named = {w["slug"] for w in declared or []}
-    for product in sorted(existing.values(), key=lambda p: p.slug):
-        if product.slug in named or product.status is not ProductStatus.ACTIVE:
+    for product in sorted(rows, key=lambda p: p.slug):
+        if product.sku in first or product.status is not ProductStatus.ACTIVE:
             continue
         if mode == "mirror":
             ops.append(Op("disable", "product", product.slug,
@@ -270,8 +298,9 @@ def _product_ops(session: Session, app: App | None, declared: list[dict[str, Any
         else:
             plan.warnings.append({
                 "code": "undeclared_product", "key": product.slug,
-                "message": f"Product '{product.slug}' is active but not in the file; merge "
-                           "leaves it as it is (mirror would disable it)."})
+                "message": f"Product '{product.slug}' is active but not in the file (no "
+                           f"product there has its sku '{product.sku}'); merge leaves it as it "
+                           "is (mirror would disable it)."})
     return ops
 
 
@@ -335,17 +364,62 @@ def _secrets_and_runtime_inputs(session: Session, app: App | None, document: dic
             "name": "SVC_API_KEY", "status": "none",
             "message": "The app has no active backend key; create one with `svc keys create` "
                        "(shown once) if your backend calls the API."})
+    _runtime_inputs(session, app, slug, document, context, plan)
+
+
+def _runtime_inputs(session: Session, app: App | None, slug: str, document: dict[str, Any],
+                    context: Context, plan: Plan) -> None:
+    """What ``svc runtime verify`` will require of the runtime this config leaves: the
+    manifest's values (``manifest.rules``; its paths are the rules' constants, whatever the
+    webhook URL's path), and a warning when the webhook is registered on the runtime origin
+    at another path than the one verification probes there."""
     runtime = next((op for op in plan.ops if op.resource == "runtime"), None)
     origin = runtime.spec.get("origin") if runtime else (app.runtime_origin if app else None)
     if not origin:
         return
-    webhook_url = hooks[0].spec.get("url") if hooks and hooks[0].spec else None
+    if runtime is not None:
+        app_path = runtime.spec["appPath"]
+        entry_path = entry_path_after(app, app_path)
+    else:
+        assert app is not None  # an origin without a runtime op is the saved one
+        app_path, entry_path = app.runtime_app_path, app.runtime_entry_path
     pay_to = document["app"].get("payTo", app.pay_to if app else None)
     plan.runtime_validation = {
-        "origin": origin, "manifestUrl": f"{origin}/.well-known/svc.json",
-        "appPath": (runtime.spec.get("appPath") if runtime else None)
-        or (app.runtime_app_path if app else "/"),
+        "origin": origin, "manifestUrl": f"{origin}{MANIFEST_PATH}", "appPath": app_path,
         "expected": {"appId": app.id if app else None, "appSlug": slug, "payTo": pay_to,
-                     "webhookPath": urlsplit(webhook_url).path if webhook_url else None},
+                     "webhookPath": WEBHOOK_PATH,
+                     "paymentSubmittedPath": PAYMENT_SUBMITTED_PATH, "entryPath": entry_path},
         "returnUrl": f"{context.runtime_url(slug)}/svc-auth-return?app={slug}",
     }
+    webhook_url = _registered_webhook(session, app, plan)
+    if webhook_url is None:
+        return
+    parts = urlsplit(webhook_url)
+    if same_origin(f"{parts.scheme}://{parts.netloc}", origin) and parts.path != WEBHOOK_PATH:
+        plan.warnings.append({
+            "code": "webhook_path_not_verified", "key": webhook_url,
+            "message": f"The webhook URL is on the runtime origin at {parts.path or '/'}, but "
+                       f"runtime verification requires the manifest's webhookPath to be "
+                       f"{WEBHOOK_PATH} and probes POST {WEBHOOK_PATH} on the runtime origin "
+                       f"(it must answer 401 to an unsigned request): serve your webhook "
+                       f"handler at {WEBHOOK_PATH} and register that URL."})
+
+
+def _registered_webhook(session: Session, app: App | None, plan: Plan) -> str | None:
+    """The webhook endpoint URL enabled once this plan is applied, if any."""
+    hook = next((op for op in plan.ops if op.resource == "webhook"), None)
+    if hook is not None:
+        url = hook.spec.get("url") if hook.op != "disable" else None
+        return str(url) if url else None
+    if app is None:
+        return None
+    return session.scalar(select(WebhookEndpoint.url).where(
+        WebhookEndpoint.app_id == app.id, WebhookEndpoint.status == EndpointStatus.ENABLED))
+
+
+def entry_path_after(app: App | None, app_path: str) -> str:
+    """The entry path a runtime saved with ``app_path`` has: it follows the app path (as
+    ``svc runtime configure``'s default does) unless the console or the CLI set it apart."""
+    if app is None or app.runtime_entry_path in (None, app.runtime_app_path):
+        return app_path
+    return app.runtime_entry_path

@@ -42,7 +42,7 @@ from payments.http import (
     required_str,
 )
 from payments.models import App, AppType, Product
-from payments.products import TEMPLATES, apply_product_fields, create_product, product_view
+from payments.products import TEMPLATES, create_product, product_view, update_product
 from payments.ratelimit import Limit, enforce
 
 RuntimeUrl = Callable[[str], str]
@@ -227,8 +227,7 @@ class DeveloperApi:
                 raise ApiError("product_not_found", 404, f"No product '{product_ref}'.")
             body = read_body()
             refuse_secrets(body, "This product")
-            apply_product_fields(product, body, creating=False)
-            session.flush()
+            update_product(session, product, body)
             return {"product": product_view(product, self.s.base_url, app.slug)}
         return JSONResponse(await self._as(request, work))
 

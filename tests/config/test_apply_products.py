@@ -76,3 +76,20 @@ def test_a_slug_taken_after_the_plan_is_refused_and_nothing_is_written(
     assert (refused.value.code, refused.value.status) == ("product_exists", 409)
     with sessions() as session:
         assert sorted(session.scalars(select(Product.slug))) == ["a", "b", "c"]
+
+
+def test_a_rename_onto_a_slug_taken_after_the_plan_is_refused_and_nothing_is_written(
+        sessions: sessionmaker[Session]) -> None:
+    """An update is written in the same guarded flush as the new rows: a slug the product
+    API gave another product since the plan is ``product_exists``, not a server error."""
+    ids = seed(sessions)
+    ops = [Op("update", "product", "b", id=ids["a"], spec=spec("b"))]
+
+    def apply() -> None:
+        with transaction(sessions) as session:
+            apply_product_ops(session, session.scalars(select(App)).one(), ops)
+    with pytest.raises(ApiError) as refused:
+        apply()
+    assert (refused.value.code, refused.value.status) == ("product_exists", 409)
+    with sessions() as session:
+        assert sorted(session.scalars(select(Product.slug))) == ["a", "b", "c"]

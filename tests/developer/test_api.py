@@ -231,6 +231,26 @@ def test_console_session_creates_app_and_notifies_operators(world: World) -> Non
         assert stored.pay_to_status is PayToStatus.TESTING
 
 
+def test_a_product_renamed_onto_a_taken_slug_or_sku_is_a_conflict_not_a_server_error(
+        world: World) -> None:
+    products = "/api/developer/apps/game/products"
+    with world.console() as console:
+        for slug in ("gems", "coins"):
+            made = console.post(products, json={"slug": slug, "name": slug.title(),
+                                                "priceAtomic": "10000"})
+            assert made.status_code == 201, made.text
+        for taken in ({"slug": "gems"}, {"sku": "gems"}):
+            refused = console.patch(f"{products}/coins", json=taken)
+            assert refused.status_code == 409, refused.text
+            assert refused.json()["code"] == "product_exists"
+        renamed = console.patch(f"{products}/coins", json={"slug": "coins-100"})
+        assert renamed.status_code == 200, renamed.text
+        assert renamed.json()["product"]["paymentRoute"].endswith("/api/pay/game/coins-100")
+        listed = console.get(products).json()["products"]
+    assert sorted((p["slug"], p["sku"]) for p in listed) == [("coins-100", "coins"),
+                                                              ("gems", "gems")]
+
+
 @pytest.mark.parametrize(("method", "path", "body", "code"), [
     ("POST", "/api/developer/apps", b"{not json", "invalid_json"),
     ("POST", "/api/developer/apps", b"[]", "invalid_json"),
