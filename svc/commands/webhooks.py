@@ -46,7 +46,7 @@ def upsert(args: argparse.Namespace, out: Output) -> int:
             changed = client.call("PATCH", _path(slug, f"webhooks/{_q(hooks[0]['id'])}"), body)
             hook = changed["webhook"]
             out.emit({"app": slug, "webhook": hook, "created": False},
-                     [f"Updated {_line(hook)}"])
+                     [f"Updated {_line(hook)}", *_skipped(slug, hook)])
             return ExitCode.OK
         created = client.call("POST", _path(slug, "webhooks"), body)
     hook, secret = created["webhook"], created["secret"]

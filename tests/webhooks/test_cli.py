@@ -159,6 +159,10 @@ def test_enable_tells_what_was_skipped_and_resend_skipped_sends_it_once(
         disabled = cli.run("webhook", "list").stdout
         assert "2 event(s) came due while the endpoint was disabled" in disabled
         assert f"enable it, then resend them with {hint}" in disabled
+        # Upsert changes the endpoint and keeps it disabled: it says the same.
+        upserted = cli.run("webhook", "upsert", "--url", hook.url.replace("127.0.0.1",
+                                                                          "localhost"))
+        assert f"enable it, then resend them with {hint}" in upserted.stdout, upserted.stdout
         enabled = cli.run("webhook", "update", "--enable")
         assert enabled.returncode == 0, enabled.stderr
         assert ("2 event(s) came due while the endpoint was disabled and were not sent; "
