@@ -61,9 +61,12 @@ def require_private_key(name: str, value: str | None) -> None:
     if value is None:
         return
     if not _PRIVATE_KEY.fullmatch(value):
+        digits = value.removeprefix("0x")
+        what = (f"{len(digits)} characters after any 0x" if len(digits) != 64
+                else "characters other than hex digits")
         raise SettingsError(f"{variable(name)} must be a private key: 64 hex digits (32 "
-                            f"bytes), with or without 0x; the value given has {len(value)} "
-                            "characters or other than hex digits (not shown)")
+                            f"bytes), with or without 0x; the value given (not shown) has "
+                            f"{what}")
     if not 0 < int(value.removeprefix("0x"), 16) < _SECP256K1_N:
         raise SettingsError(f"{variable(name)} is not a valid secp256k1 private key "
                             "(zero, or not below the curve order; not shown)")
