@@ -1,18 +1,33 @@
 """``svc-ops``: operator commands: database migrations, the chain (``ops.chain``), runtime
 domains and the kill switch (``ops.runtime``), reviews (hosted app, pay_to, portal listing)
-and the audit log (``ops.review``), the webhook dispatcher (``ops.webhooks``)."""
+and the audit log (``ops.review``), the webhook dispatcher (``ops.webhooks``).
+
+Settings are checked for what the commands use, not for what a server needs
+(``load_settings(role="operator")``): ``svc-ops migrate`` runs with ``SVCSRV_DATABASE_URL``
+alone, also in production. Every command uses the database, so production refuses an
+unset ``SVCSRV_DATABASE_URL`` (it would be a new SQLite file in the working directory) and
+dev says on stderr which SQLite file it uses.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ops import chain, review, runtime, webhooks
 from payments import migrate
 from payments.chain.gateway import ChainError
 from payments.db import make_engine, make_sessionmaker
 from payments.errors import ApiError
-from router.settings import SettingsError, load_settings
+from router.settings import (
+    DEV_DATABASE_URL,
+    ENV_PREFIX,
+    Settings,
+    SettingsError,
+    load_settings,
+)
+from router.settings_checks import require_secret_key
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,10 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     webhooks.add_parsers(sub)
     args = parser.parse_args(argv)
     try:
-        settings = load_settings()
+        settings = load_settings(role="operator")
+        check_command(args, settings)
     except SettingsError as exc:
         print(f"svc-ops: {exc}", file=sys.stderr)
         return 2
+    if settings.database_url == DEV_DATABASE_URL:
+        print(dev_database_warning(), file=sys.stderr, flush=True)
     engine = make_engine(settings.database_url)
     try:
         if args.command in ("allowlist", "chain"):
@@ -60,6 +78,20 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         engine.dispose()
     return 0
+
+
+def check_command(args: argparse.Namespace, settings: Settings) -> None:
+    """What one command needs beyond well-formed settings. The chain commands check their
+    own (``ops.chain.connect``); the rest need only the database."""
+    if args.command == "webhooks" and args.action == "run":
+        require_secret_key(settings)  # it opens the sealed signing secrets
+
+
+def dev_database_warning() -> str:
+    path = Path(DEV_DATABASE_URL.removeprefix("sqlite:///")).resolve()
+    return (f"svc-ops: warning: {ENV_PREFIX}DATABASE_URL is unset (or the dev default "
+            f"{DEV_DATABASE_URL}): using the SQLite database {path}, created if missing. "
+            f"Set {ENV_PREFIX}DATABASE_URL to the servers' database.")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """``svc-ops domain ...`` and ``svc-ops kill-switch ...``: what operators do to runtimes.
 
 Every decision is recorded with the operator's name (``--operator``, else ``$USER``) and the
-time (``operator_actions``), and published to the routers after it commits, so the runtime
-host starts or stops serving the app at once (a router without Redis notices within its
-cache TTL, 1 s).
+time (``operator_actions``), and published to the routers through Redis after it commits, so
+the runtime host starts or stops serving the app at once. Without ``SVCSRV_REDIS_URL`` (or
+with Redis unreachable) nothing is published and the command says so on stderr: each server
+notices when its cache entry expires, up to ``SVCSRV_APP_CACHE_TTL_SHARED`` (60 s) for a
+server with Redis, ``SVCSRV_APP_CACHE_TTL_LOCAL`` (1 s) for one without.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import sys
 from collections.abc import Callable
 from typing import TypeVar
 
+from redis.exceptions import RedisError
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -24,7 +28,7 @@ from payments.models import App, DomainRequestStatus
 from payments.runtime import operator as decide
 from payments.runtime.domains import check_points_at_router
 from router.invalidation import publish_app_changed_sync
-from router.settings import Settings
+from router.settings import ENV_PREFIX, Settings
 
 T = TypeVar("T")
 
@@ -82,8 +86,29 @@ def changed(settings: Settings, sessions: sessionmaker[Session],
     """Run ``work`` in one transaction, then tell the routers ``slug`` changed."""
     with transaction(sessions) as session:
         result = work(session)
-    publish_app_changed_sync(settings.redis_url, slug)
+    if not settings.redis_url:
+        warn_unpublished(settings, slug, f"{ENV_PREFIX}REDIS_URL is unset")
+        return result
+    try:
+        publish_app_changed_sync(settings.redis_url, slug)
+    except RedisError as exc:  # committed already: say so rather than end in a traceback
+        # The class only: a Redis error's text can name the URL, which may hold a password.
+        warn_unpublished(settings, slug, f"Redis did not take it ({type(exc).__name__})")
     return result
+
+
+def unpublished_warning(settings: Settings, slug: str, why: str) -> str:
+    """What an operator needs to know when a committed change did not reach the servers."""
+    return (f"svc-ops: warning: the change to {slug} is recorded but not published to the "
+            f"servers ({why}). Each server keeps serving the old state until its cache entry "
+            f"expires: up to {settings.app_cache_ttl_shared:g} s on a server with Redis "
+            f"({ENV_PREFIX}APP_CACHE_TTL_SHARED), {settings.app_cache_ttl_local:g} s on one "
+            f"without. Give svc-ops the servers' {ENV_PREFIX}REDIS_URL to make changes take "
+            "effect at once.")
+
+
+def warn_unpublished(settings: Settings, slug: str, why: str) -> None:
+    print(unpublished_warning(settings, slug, why), file=sys.stderr, flush=True)
 
 
 def _domain(args: argparse.Namespace, settings: Settings,

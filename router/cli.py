@@ -23,6 +23,7 @@ from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_d
 from router.fast_protocol import http_protocol
 from router.processes import Supervisor
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
+from router.settings_checks import production_warnings
 
 log = logging.getLogger(__name__)
 # Which uvicorn server of `svc-server dev` a log record comes from: each serves in a task of
@@ -101,6 +102,26 @@ def report_native() -> None:
         log.info("fast path: %s", "compiled (mypyc)" if state == "compiled" else "pure Python")
 
 
+def mode_line(settings: Settings) -> str:
+    """One line saying what this server runs as: dev is easy to start by mistake (it is what
+    an unset SVCSRV_MODE means), and it migrates at start and mounts the dev wallet."""
+    from sqlalchemy.engine import make_url
+
+    parts = (f"database {make_url(settings.database_url).get_backend_name()}, chain "
+             f"{settings.chain_backend}, {settings.processes} process"
+             + ("es" if settings.processes > 1 else ""))
+    if settings.dev:
+        return (f"mode: dev ({ENV_PREFIX}MODE unset or dev; {parts}): migrates at start and "
+                "serves the dev wallet; not for production")
+    return f"mode: production ({parts})"
+
+
+def report_mode(settings: Settings) -> None:
+    log.log(logging.WARNING if settings.dev else logging.INFO, "%s", mode_line(settings))
+    for warning in production_warnings(settings):
+        log.warning("%s", warning)
+
+
 def configure_logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
@@ -173,7 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "dev":
             asyncio.run(run_dev(dev_settings(args.port)))
         else:
-            return serve(load_settings())
+            settings = load_settings()
+            report_mode(settings)
+            return serve(settings)
     except SettingsError as exc:
         print(f"svc-server: {exc}", file=sys.stderr)
         return 2

@@ -17,16 +17,31 @@ from urllib.parse import urlsplit
 
 from payments.digits import parse_digits
 from router.head_limits import HeadLimits
+from router.settings_checks import (
+    DEV_SECRET_KEY,
+    ENV_PREFIX,
+    SettingsError,
+    check_head_limits,
+    check_server,
+    require_address,
+    require_database_url,
+    require_origin,
+    require_private_key,
+    require_url,
+    variable,
+)
 
-ENV_PREFIX = "SVCSRV_"
-DEV_SECRET_KEY = "dev-only-secret-key-change-me"  # noqa: S105  (refused in production)
+__all__ = ["DEV_DATABASE_URL", "DEV_SECRET_KEY", "ENV_PREFIX", "Settings", "SettingsError",
+           "host_of", "load_settings"]
+
+DEV_DATABASE_URL = "sqlite:///var/svc.db"
+DEV_APPS_PORT = 8000
 
 Mode = Literal["dev", "production"]
+# Who the settings are for: a server checks everything (check_server); `svc-ops` only what
+# its commands use (docs/settings.md, "Who checks what").
+Role = Literal["server", "operator"]
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-class SettingsError(ValueError):
-    """A setting is missing, malformed or unsafe for the chosen mode."""
 
 
 @dataclass(frozen=True)
@@ -37,12 +52,15 @@ class Settings:
     console_url: str = "http://console.localhost:8000"
     docs_url: str = "http://docs.localhost:8000"
     apps_domain: str = "apps.localhost"
-    # How runtime URLs are written for people: scheme and port of `<slug>.{apps_domain}`.
+    # How runtime URLs are written: scheme and port of `<slug>.{apps_domain}`. Not only
+    # for people: return URLs are compared with this origin (check_return_url), so a port
+    # the edge does not listen on refuses every runtime's return. None: the scheme's
+    # default port; load_settings leaves it None outside dev unless SVCSRV_APPS_PORT is set.
     apps_scheme: str = "http"
-    apps_port: int | None = 8000
+    apps_port: int | None = DEV_APPS_PORT
     # The retired launch host whose root redirects to the portal (spec 1.1).
     legacy_launch_host: str | None = "launch.localhost"
-    database_url: str = "sqlite:///var/svc.db"
+    database_url: str = DEV_DATABASE_URL
     redis_url: str | None = None
     bind_host: str = "127.0.0.1"
     bind_port: int = 8000
@@ -153,51 +171,42 @@ class Settings:
     service_hosts: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
+        # Rules about the values themselves, for every process; what a server needs on top
+        # (production URLs, mail, the secret key, processes) is check_server's.
         if self.mode not in ("dev", "production"):
-            raise SettingsError(f"mode must be 'dev' or 'production', not {self.mode!r}")
+            raise SettingsError(f"{variable('mode')} must be 'dev' or 'production', "
+                                f"not {self.mode!r}")
         if self.mode == "production" and self.allow_private_origins:
-            raise SettingsError(
-                "allow_private_origins is a dev-only setting; "
-                f"unset {ENV_PREFIX}ALLOW_PRIVATE_ORIGINS in production"
-            )
+            raise SettingsError(f"{variable('allow_private_origins')} is a dev-only setting; "
+                                "unset it in production")
         for name in ("base_url", "portal_url", "console_url", "docs_url"):
-            _require_http_url(name, getattr(self, name))
-            if self.mode == "production" and not getattr(self, name).startswith("https://"):
-                raise SettingsError(f"{name} must be an https URL in production")
-        if self.mode == "production" and self.apps_scheme != "https":
-            raise SettingsError("apps_scheme must be https in production")
-        if self.chain_backend not in ("in_process", "json_rpc"):
-            raise SettingsError("chain_backend must be 'in_process' or 'json_rpc'")
-        if self.chain_backend == "json_rpc" and not (self.chain_rpc_url and self.spender_address):
-            raise SettingsError(f"the json_rpc chain needs {ENV_PREFIX}CHAIN_RPC_URL and "
-                                f"{ENV_PREFIX}SPENDER_ADDRESS")
-        if self.mode == "production" and (self.secret_key == DEV_SECRET_KEY
-                                          or len(self.secret_key) < 32):
-            raise SettingsError(f"set {ENV_PREFIX}SECRET_KEY to 32+ random characters in "
-                                "production")
-        if self.mode == "production" and not self.smtp_host:
-            raise SettingsError(f"production needs mail: set {ENV_PREFIX}SMTP_HOST "
-                                "(verification codes are sent by SMTP)")
+            require_origin(name, getattr(self, name))
+        if self.apps_scheme not in ("http", "https"):
+            raise SettingsError(f"{variable('apps_scheme')} must be http or https, "
+                                f"not {self.apps_scheme!r}")
+        if self.apps_port is not None and not 0 < self.apps_port < 65536:
+            raise SettingsError(f"{variable('apps_port')} must be a port (1 to 65535) or "
+                                "empty for the scheme's default")
+        self._check_chain()
+        require_database_url("database_url", self.database_url)
+        require_url("redis_url", self.redis_url, ("redis", "rediss", "unix"))
         if any(d < 0 for d in self.webhook_retry_delays):
             raise SettingsError(f"{ENV_PREFIX}WEBHOOK_RETRY_DELAYS cannot be negative")
         if self.webhook_lease_seconds < self.webhook_timeout + 10:
             raise SettingsError(f"{ENV_PREFIX}WEBHOOK_LEASE_SECONDS must exceed "
                                 f"{ENV_PREFIX}WEBHOOK_TIMEOUT by 10 s or more")
-        if self.chain_max_fee_per_gas is not None and self.chain_max_fee_per_gas < 1:
-            raise SettingsError(f"{ENV_PREFIX}CHAIN_MAX_FEE_PER_GAS must be a positive number "
-                                "of wei (or unset: no cap)")
-        if self.chain_log_blocks < 1:
-            raise SettingsError(f"{ENV_PREFIX}CHAIN_LOG_BLOCKS must be at least 1")
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
         if self.websocket_gate_interval <= 0:
             raise SettingsError(f"{ENV_PREFIX}WEBSOCKET_GATE_INTERVAL must be positive")
         if self.keep_alive_timeout < 1:
             raise SettingsError(f"{ENV_PREFIX}KEEP_ALIVE_TIMEOUT must be at least 1 second")
-        self._check_processes()
-        self._check_head_limits()
+        if self.processes < 1:
+            raise SettingsError(f"{ENV_PREFIX}PROCESSES must be at least 1")
+        check_head_limits(self)
         if not self.apps_domain or "/" in self.apps_domain or ":" in self.apps_domain:
-            raise SettingsError(f"apps_domain must be a bare domain, not {self.apps_domain!r}")
+            raise SettingsError(f"{variable('apps_domain')} must be a bare domain, "
+                                f"not {self.apps_domain!r}")
         if self.runtime_fetch_timeout <= 0 or self.runtime_manifest_max_bytes < 1024:
             raise SettingsError(f"{ENV_PREFIX}RUNTIME_FETCH_TIMEOUT must be positive and "
                                 f"{ENV_PREFIX}RUNTIME_MANIFEST_MAX_BYTES at least 1024")
@@ -215,37 +224,29 @@ class Settings:
             hosts += (self.legacy_launch_host.lower().rstrip("."),)
         object.__setattr__(self, "service_hosts", hosts)
 
-    def _check_head_limits(self) -> None:
-        # Below these, ordinary browsers' requests (cookies, long URLs) would be refused.
-        for name, least in (("max_request_line", 256), ("max_header_line", 256),
-                            ("max_headers", 16)):
-            if getattr(self, name) < least:
-                raise SettingsError(f"{ENV_PREFIX}{name.upper()} must be at least {least}")
-        if self.max_head < max(self.max_request_line, self.max_header_line):
-            raise SettingsError(f"{ENV_PREFIX}MAX_HEAD must be at least "
-                                f"{ENV_PREFIX}MAX_REQUEST_LINE and {ENV_PREFIX}MAX_HEADER_LINE")
+    def _check_chain(self) -> None:
+        # Parsed here, not at the first transaction: a bad key or address would otherwise
+        # surface as a library's traceback (eth-account, web3) from whichever command ran.
+        if self.chain_backend not in ("in_process", "json_rpc"):
+            raise SettingsError(f"{variable('chain_backend')} must be 'in_process' or "
+                                "'json_rpc'")
+        if self.chain_backend == "json_rpc" and not (self.chain_rpc_url and self.spender_address):
+            raise SettingsError(f"the json_rpc chain needs {ENV_PREFIX}CHAIN_RPC_URL and "
+                                f"{ENV_PREFIX}SPENDER_ADDRESS")
+        require_url("chain_rpc_url", self.chain_rpc_url, ("http", "https"))
+        require_address("usdc_address", self.usdc_address)
+        require_address("spender_address", self.spender_address)
+        require_private_key("relayer_key", self.relayer_key)
+        if self.chain_max_fee_per_gas is not None and self.chain_max_fee_per_gas < 1:
+            raise SettingsError(f"{ENV_PREFIX}CHAIN_MAX_FEE_PER_GAS must be a positive number "
+                                "of wei (or unset: no cap)")
+        if self.chain_log_blocks < 1:
+            raise SettingsError(f"{ENV_PREFIX}CHAIN_LOG_BLOCKS must be at least 1")
 
     @property
     def head_limits(self) -> HeadLimits:
         return HeadLimits(request_line=self.max_request_line, header_line=self.max_header_line,
                           head=self.max_head, headers=self.max_headers)
-
-    def _check_processes(self) -> None:
-        if self.processes < 1:
-            raise SettingsError(f"{ENV_PREFIX}PROCESSES must be at least 1")
-        if self.processes == 1:
-            return
-        missing = [need for need, ok in (
-            (f"{ENV_PREFIX}REDIS_URL (rate limits and app cache invalidation are shared "
-             "through Redis)", self.redis_url),
-            (f"{ENV_PREFIX}CHAIN_BACKEND=json_rpc (the in-process EVM would be a separate "
-             "chain in each process)", self.chain_backend == "json_rpc"),
-            (f"{ENV_PREFIX}CHAIN_WORKERS=false with `svc-ops chain run` doing that work (a "
-             "relayer key's nonces are allocated in one process)", not self.chain_workers),
-        ) if not ok]
-        if missing:
-            raise SettingsError(f"{ENV_PREFIX}PROCESSES={self.processes} needs "
-                                + "; ".join(missing))
 
     @property
     def api_host(self) -> str:
@@ -303,14 +304,6 @@ def host_of(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
 
-def _require_http_url(name: str, value: str) -> None:
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingsError(f"{name} must be an http(s) URL, not {value!r}")
-    if parts.path not in ("", "/"):
-        raise SettingsError(f"{name} must be an origin without a path, not {value!r}")
-
-
 def _bool(raw: str, name: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
@@ -339,9 +332,34 @@ def _number(raw: str, name: str, cast: type[int] | type[float]) -> int | float:
     raise SettingsError(f"{ENV_PREFIX}{name} must be a number, not {raw!r}")
 
 
-def load_settings(environ: Mapping[str, str] | None = None, **overrides: object) -> Settings:
-    """Build settings from ``SVCSRV_*`` variables; ``overrides`` win (used by the CLI flags)."""
+def load_settings(environ: Mapping[str, str] | None = None, *, role: Role = "server",
+                  **overrides: object) -> Settings:
+    """Build settings from ``SVCSRV_*`` variables; ``overrides`` win (used by the CLI flags).
+
+    ``role="operator"`` (``svc-ops``) skips what only a server needs (check_server)."""
     env = os.environ if environ is None else environ
+    values = _read(env)
+    mode = overrides.get("mode", values.get("mode", "dev"))
+    if "allow_private_origins" not in values and mode == "production":
+        values["allow_private_origins"] = False
+    if "apps_port" not in values and mode != "dev":
+        # Outside dev the edge listens on the scheme's port (443); 8000 is `svc-server
+        # dev`'s, and a port in runtime URLs that nobody listens on refuses every return URL.
+        values["apps_port"] = None
+    if mode == "production" and "database_url" not in {*values, *overrides}:
+        raise SettingsError(
+            f"set {variable('database_url')} in production (the PostgreSQL database); unset, "
+            f"it would be the dev SQLite file {DEV_DATABASE_URL.removeprefix('sqlite:///')} "
+            "under the working directory")
+    values.update(overrides)
+    settings = Settings(**values)  # type: ignore[arg-type]
+    if role == "server":
+        check_server(settings)
+    return settings
+
+
+def _read(env: Mapping[str, str]) -> dict[str, object]:
+    """Each ``SVCSRV_*`` variable that is set, parsed into its field's type."""
     values: dict[str, object] = {}
     text_fields = ("mode", "base_url", "portal_url", "console_url", "docs_url", "apps_domain",
                    "apps_scheme", "database_url", "bind_host", "smtp_from", "chain_backend",
@@ -392,7 +410,6 @@ def load_settings(environ: Mapping[str, str] | None = None, **overrides: object)
             for p in raw.split(",") if p.strip())
     if (raw := env.get(ENV_PREFIX + "ALLOW_PRIVATE_ORIGINS")) is not None:
         values["allow_private_origins"] = _bool(raw, "ALLOW_PRIVATE_ORIGINS")
-    elif values.get("mode", overrides.get("mode")) == "production":
-        values["allow_private_origins"] = False
-    values.update(overrides)
-    return Settings(**values)  # type: ignore[arg-type]
+    if values.get("database_url") == "":
+        del values["database_url"]  # empty is unset: the dev default, refused in production
+    return values

@@ -18,7 +18,7 @@ import pytest
 import trustme
 import yaml
 
-from router.settings import ENV_PREFIX, Settings, load_settings
+from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SVC_SERVICES = {"migrate", "server-1", "server-2", "chain", "webhooks"}
@@ -137,6 +137,27 @@ def test_each_process_gets_production_settings(services: dict[str, dict[str, Any
     # one database, one Redis, one secret: tokens and sealed webhook secrets cross processes
     assert len({(s.database_url, s.redis_url, s.secret_key) for s in every.values()}) == 1
     assert all(not s.chain_workers and not s.webhook_workers for s in every.values())
+
+
+def test_svc_ops_needs_only_the_database_url_beside_the_images_env() -> None:
+    """deploy.md's `podman run -e SVCSRV_DATABASE_URL=... svc-server svc-ops migrate`: the
+    image's ENV says production; operator commands are not held to a server's rules."""
+    image = dict(re.findall(r"(SVCSRV_\w+)=(\S+)", (ROOT / "Dockerfile").read_text()))
+    assert image["SVCSRV_MODE"] == "production"
+    env = {**image, "SVCSRV_DATABASE_URL": "postgresql://svc:pw@postgres:5432/svc"}
+    assert load_settings(env, role="operator").database_url == env["SVCSRV_DATABASE_URL"]
+    with pytest.raises(SettingsError):
+        load_settings(env)  # a server needs the rest of the block
+    with pytest.raises(SettingsError, match="SVCSRV_DATABASE_URL"):
+        load_settings(image, role="operator")  # not a SQLite file in the working directory
+
+
+def test_each_operator_command_accepts_the_shared_block(
+        services: dict[str, dict[str, Any]]) -> None:
+    """Every process gets the same block: the svc-ops services read it as svc-ops does."""
+    for name in ("migrate", "chain", "webhooks"):
+        settings = load_settings(environment(services[name]), role="operator")
+        assert settings.mode == "production" and settings.apps_port is None
 
 
 def test_servers_run_two_processes_behind_nginx_only(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from router import settings as settings_module
 from router.chain_params import chain_params
 from router.settings import Settings, SettingsError, load_settings
 
@@ -23,6 +24,7 @@ PROD = {
     "SVCSRV_APPS_PORT": "",
     "SVCSRV_SMTP_HOST": "smtp.example.com",
     "SVCSRV_SECRET_KEY": "x" * 40,
+    "SVCSRV_DATABASE_URL": "postgresql://svc:db-pass-7Q@db.example.com:5432/svc",
 }
 
 
@@ -52,12 +54,12 @@ def test_production_from_environment() -> None:
                                         ipaddress.ip_network("2001:db8::1/128"))
 
 
-@pytest.mark.parametrize(("env", "message"), [
+REFUSED = [
     ({**PROD, "SVCSRV_ALLOW_PRIVATE_ORIGINS": "true"}, "dev-only"),
     ({**PROD, "SVCSRV_BASE_URL": "http://api.example.com"}, "https"),
     ({**PROD, "SVCSRV_APPS_SCHEME": "http"}, "https"),
-    ({"SVCSRV_MODE": "staging"}, "mode"),
-    ({"SVCSRV_BASE_URL": "ftp://x"}, "base_url"),
+    ({"SVCSRV_MODE": "staging"}, "SVCSRV_MODE"),
+    ({"SVCSRV_BASE_URL": "ftp://x"}, "SVCSRV_BASE_URL"),
     ({"SVCSRV_PORTAL_URL": "http://portal.localhost/app"}, "without a path"),
     ({"SVCSRV_APPS_DOMAIN": "apps.localhost:8000"}, "bare domain"),
     ({"SVCSRV_BIND_PORT": "eighty"}, "number"),
@@ -75,7 +77,10 @@ def test_production_from_environment() -> None:
     ({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": "0"}, "CHAIN_MAX_FEE_PER_GAS must be a positive"),
     ({"SVCSRV_CHAIN_MAX_FEE_PER_GAS": "5 gwei"}, "CHAIN_MAX_FEE_PER_GAS must be a number"),
     ({"SVCSRV_CHAIN_LOG_BLOCKS": "0"}, "CHAIN_LOG_BLOCKS must be at least 1"),
-])
+]
+
+
+@pytest.mark.parametrize(("env", "message"), REFUSED)
 def test_bad_settings_are_refused_clearly(env: dict[str, str], message: str) -> None:
     with pytest.raises(SettingsError, match=message):
         load_settings(env)
@@ -170,7 +175,7 @@ def test_every_setting_is_read_from_its_variable_and_documented() -> None:
     """Each field but the derived ``service_hosts`` has a ``SVCSRV_<NAME>`` variable that
     load_settings reads and docs/settings.md describes."""
     doc = (Path(__file__).parents[2] / "docs" / "settings.md").read_text()
-    source = inspect.getsource(load_settings)
+    source = inspect.getsource(load_settings) + inspect.getsource(settings_module._read)
     missing_doc, unread = [], []
     for field in dataclasses.fields(Settings):
         if field.name == "service_hosts":
@@ -206,3 +211,149 @@ def test_the_network_label_follows_the_chain_id() -> None:
     assert named == {"84532": "base-sepolia", "8453": "base", "31337": "eip155:31337"}
     assert chain_params(load_settings({})).network == "base-sepolia"  # in-process: simulated
     assert chain_params(load_settings({})).simulated
+
+
+# Deploy walk 25, finding 3: deploy.md says "APPS_PORT (unset for 443)".
+
+def test_an_unset_apps_port_outside_dev_is_the_schemes_default() -> None:
+    """Unset meant 8000 everywhere, so production runtime URLs said ``:8000`` and every
+    runtime return URL (compared with that origin) was refused."""
+    from payments.ledger.return_urls import check_return_url
+
+    env = {k: v for k, v in PROD.items() if k != "SVCSRV_APPS_PORT"}
+    settings = load_settings(env)
+    assert settings.apps_port is None
+    runtime = settings.runtime_url("demo")
+    assert runtime == "https://demo.apps.example.com"
+    check_return_url("https://demo.apps.example.com/svc-auth-return?app=demo", slug="demo",
+                     portal_url=settings.portal_url, runtime_url=runtime, runtime_active=True)
+    assert load_settings({**env, "SVCSRV_APPS_PORT": "8443"}).runtime_url("demo") == (
+        "https://demo.apps.example.com:8443")  # a port that is set is kept
+    assert load_settings({}).apps_port == 8000  # dev: svc-server dev's port
+    assert load_settings({"SVCSRV_APPS_PORT": ""}).apps_port is None
+    with pytest.raises(SettingsError, match="SVCSRV_APPS_PORT must be a port"):
+        load_settings({"SVCSRV_APPS_PORT": "70000"})
+
+
+# Finding 7: svc-ops checks what its commands use, not what a server needs.
+
+def test_operator_settings_skip_what_only_a_server_needs() -> None:
+    """``svc-ops migrate`` in the image (SVCSRV_MODE=production) with the database URL alone:
+    no https URLs, mail, secret key or processes rules."""
+    env = {"SVCSRV_MODE": "production", "SVCSRV_DATABASE_URL": PROD["SVCSRV_DATABASE_URL"],
+           "SVCSRV_PROCESSES": "2"}  # the servers' block: PROCESSES means nothing to svc-ops
+    settings = load_settings(env, role="operator")
+    assert settings.mode == "production" and settings.database_url.startswith("postgresql")
+    with pytest.raises(SettingsError, match="SVCSRV_BASE_URL must be an https URL"):
+        load_settings(env)  # a server still needs all of it
+    # Malformed values are refused whoever reads them.
+    with pytest.raises(SettingsError, match="SVCSRV_SPENDER_ADDRESS"):
+        load_settings({**env, "SVCSRV_SPENDER_ADDRESS": "0x1234"}, role="operator")
+
+
+def test_production_refuses_an_unset_database_url() -> None:
+    """Unset, it was the dev SQLite file under the working directory: `svc-ops migrate`
+    migrated a new empty file there and reported success."""
+    env = {k: v for k, v in PROD.items() if k != "SVCSRV_DATABASE_URL"}
+    for role in ("server", "operator"):
+        for given in (env, {**env, "SVCSRV_DATABASE_URL": " "}):
+            with pytest.raises(SettingsError, match="set SVCSRV_DATABASE_URL in production"):
+                load_settings(given, role=role)
+    assert load_settings({}).database_url == "sqlite:///var/svc.db"  # dev keeps its default
+
+
+# Finding 15: bad values are refused at load, naming the variable, never echoing secrets.
+
+KEY = "0x" + "ab" * 32
+CHAIN = {"SVCSRV_CHAIN_BACKEND": "json_rpc", "SVCSRV_SPENDER_ADDRESS": "0x" + "1" * 40,
+         "SVCSRV_CHAIN_RPC_URL": "https://node.example.com/v2/RPC-API-KEY-42"}
+SECRETS = ("db-pass-7Q", "RPC-API-KEY-42", "ab" * 32, "cd" * 31, "redis-pass-9", "x" * 40,
+           "QQ" * 32)
+
+
+@pytest.mark.parametrize(("env", "variable"), [
+    ({"SVCSRV_DATABASE_URL": "garbage"}, "SVCSRV_DATABASE_URL"),
+    ({"SVCSRV_DATABASE_URL": "mysql://svc:db-pass-7Q@db/svc"}, "SVCSRV_DATABASE_URL"),
+    ({"SVCSRV_DATABASE_URL": "postgresql://svc:db-pass-7Q@db:port/svc"}, "SVCSRV_DATABASE_URL"),
+    ({**CHAIN, "SVCSRV_RELAYER_KEY": "0xdeadbeef"}, "SVCSRV_RELAYER_KEY"),
+    ({**CHAIN, "SVCSRV_RELAYER_KEY": "0x" + "cd" * 31}, "SVCSRV_RELAYER_KEY"),  # 31 bytes
+    ({**CHAIN, "SVCSRV_RELAYER_KEY": "QQ" * 32}, "SVCSRV_RELAYER_KEY"),  # not hex
+    ({**CHAIN, "SVCSRV_RELAYER_KEY": "0x" + "00" * 32}, "SVCSRV_RELAYER_KEY"),  # zero
+    ({**CHAIN, "SVCSRV_RELAYER_KEY": "0x" + "ff" * 32}, "SVCSRV_RELAYER_KEY"),  # above n
+    ({**CHAIN, "SVCSRV_SPENDER_ADDRESS": "0x1234"}, "SVCSRV_SPENDER_ADDRESS"),
+    ({"SVCSRV_USDC_ADDRESS": "0x" + "g" * 40}, "SVCSRV_USDC_ADDRESS"),
+    ({**CHAIN, "SVCSRV_CHAIN_RPC_URL": "node.example.com/v2/RPC-API-KEY-42"},
+     "SVCSRV_CHAIN_RPC_URL"),
+    ({**CHAIN, "SVCSRV_CHAIN_RPC_URL": "https://node.example.com:RPC-API-KEY-42/"},
+     "SVCSRV_CHAIN_RPC_URL"),
+    ({"SVCSRV_REDIS_URL": "http://:redis-pass-9@cache:6379/0"}, "SVCSRV_REDIS_URL"),
+    ({"SVCSRV_REDIS_URL": "redis://:redis-pass-9@/0"}, "SVCSRV_REDIS_URL"),
+    ({**PROD, "SVCSRV_BASE_URL": "http://api.example.com"}, "SVCSRV_BASE_URL"),
+    ({**PROD, "SVCSRV_APPS_DOMAIN": "https://apps.example.com"}, "SVCSRV_APPS_DOMAIN"),
+    ({**PROD, "SVCSRV_APPS_SCHEME": "http"}, "SVCSRV_APPS_SCHEME"),
+    ({"SVCSRV_APPS_SCHEME": "gopher"}, "SVCSRV_APPS_SCHEME"),
+    ({"SVCSRV_CHAIN_BACKEND": "ganache"}, "SVCSRV_CHAIN_BACKEND"),
+    ({"SVCSRV_MODE": "prod"}, "SVCSRV_MODE"),
+    ({**PROD, "SVCSRV_ALLOW_PRIVATE_ORIGINS": "true"}, "SVCSRV_ALLOW_PRIVATE_ORIGINS"),
+    ({**PROD, "SVCSRV_SECRET_KEY": "x" * 20}, "SVCSRV_SECRET_KEY"),
+])
+def test_a_bad_value_is_refused_naming_its_variable_and_not_its_secret(
+        env: dict[str, str], variable: str) -> None:
+    with pytest.raises(SettingsError) as refused:
+        load_settings(env)
+    message = str(refused.value)
+    assert variable in message
+    assert not [s for s in SECRETS if s in message]
+
+
+def test_good_chain_values_are_accepted() -> None:
+    settings = load_settings({**CHAIN, "SVCSRV_RELAYER_KEY": KEY.removeprefix("0x"),
+                              "SVCSRV_REDIS_URL": "rediss://:redis-pass-9@cache:6380/1"})
+    assert settings.relayer_key == KEY.removeprefix("0x")
+    assert load_settings({**CHAIN, "SVCSRV_RELAYER_KEY": KEY}).relayer_key == KEY
+    assert load_settings({"SVCSRV_REDIS_URL": "unix:///run/redis.sock"}).redis_url
+
+
+def test_every_refusal_names_a_svcsrv_variable() -> None:
+    """The refusals of test_bad_settings_are_refused_clearly, and each server rule."""
+    bad: list[dict[str, str]] = [
+        {**PROD, "SVCSRV_SMTP_HOST": ""}, {"SVCSRV_PROCESSES": "2"},
+        {"SVCSRV_WEBHOOK_TIMEOUT": "200"}, {"SVCSRV_ROUTER_ADDRESSES": "router.example.com"},
+        {"SVCSRV_CHAIN_BACKEND": "json_rpc"}, {"SVCSRV_DNS_SERVER": "dns.example.com"},
+        {"SVCSRV_MAX_HEAD": "300"}, {"SVCSRV_RUNTIME_FETCH_TIMEOUT": "0"},
+        {"SVCSRV_WEBHOOK_RETRY_DELAYS": "5,-1"},
+    ]
+    for env in [*bad, *(env for env, _ in REFUSED)]:
+        with pytest.raises(SettingsError) as refused:
+            load_settings(env)
+        assert "SVCSRV_" in str(refused.value), env
+
+
+# Finding 16: production over dev parts is said at start.
+
+def test_serve_says_its_mode_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    from router.cli import mode_line, report_mode
+
+    dev = mode_line(load_settings({}))
+    assert dev.startswith("mode: dev") and "not for production" in dev and "\n" not in dev
+    production = load_settings({**PROD, **CHAIN, "SVCSRV_RELAYER_KEY": KEY})
+    assert mode_line(production) == (
+        "mode: production (database postgresql, chain json_rpc, 1 process)")
+    with caplog.at_level("INFO", logger="router.cli"):
+        report_mode(production)
+    assert [r.getMessage() for r in caplog.records] == [mode_line(production)]
+    assert "db-pass-7Q" not in caplog.text and "RPC-API-KEY" not in caplog.text
+
+
+def test_production_on_sqlite_or_the_in_process_chain_is_a_loud_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Not a refusal: tests run production rules over SQLite (tests/router/test_processes.py)."""
+    from router.cli import report_mode
+
+    settings = load_settings({**PROD, "SVCSRV_DATABASE_URL": "sqlite:////srv/svc.db"})
+    with caplog.at_level("INFO", logger="router.cli"):
+        report_mode(settings)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 2
+    assert "production on SQLite (SVCSRV_DATABASE_URL)" in warnings[0]
+    assert "SVCSRV_CHAIN_BACKEND=in_process" in warnings[1]

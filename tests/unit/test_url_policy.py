@@ -190,7 +190,8 @@ def test_the_legacy_launch_host_is_a_service_host() -> None:
         "SVCSRV_PORTAL_URL": "https://svcpay.io", "SVCSRV_CONSOLE_URL": "https://console.svcpay.io",
         "SVCSRV_DOCS_URL": "https://docs.svcpay.io", "SVCSRV_APPS_DOMAIN": "apps.svcpay.io",
         "SVCSRV_APPS_SCHEME": "https", "SVCSRV_SMTP_HOST": "smtp.svcpay.io",
-        "SVCSRV_SECRET_KEY": "x" * 40, "SVCSRV_LEGACY_LAUNCH_HOST": "launch.svcpay.io"})
+        "SVCSRV_SECRET_KEY": "x" * 40, "SVCSRV_LEGACY_LAUNCH_HOST": "launch.svcpay.io",
+        "SVCSRV_DATABASE_URL": "postgresql://svc@db.svcpay.io/svc"})
     policy = UrlPolicy.from_settings(settings)
     for url in ("https://launch.svcpay.io/api/svc/webhook", "https://LAUNCH.svcpay.io./hook"):
         with pytest.raises(UrlRefused) as webhook_info:
