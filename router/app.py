@@ -51,9 +51,11 @@ from portal.routes import legacy_launch_routes, portal_app
 from router.app_directory import AppDirectory
 from router.chain import open_chain, start_workers
 from router.chain_params import chain_params
+from router.client_address import ClientAddress
 from router.fast_path import FastPath
 from router.gating import RuntimeRoute
 from router.head_policy import HeadPolicy
+from router.headers import TrustedProxies
 from router.health import Status, healthz
 from router.heap import freeze_startup_heap
 from router.hosts import HostKind, HostTable
@@ -207,6 +209,7 @@ def developer_services(settings: Settings, resources: Resources,
         sessions=resources.session_factory, limiter=resources.rate_limiter, mailer=mailer,
         passwords=Passwords(), policy=policy, base_url=settings.base_url,
         console_url=settings.console_url, secure_cookies=not settings.dev,
+        client_address=ClientAddress(TrustedProxies(settings.trusted_proxies)),
         workers=anyio.CapacityLimiter(settings.db_workers),
     )
 

@@ -29,14 +29,18 @@ HOP_BY_HOP = frozenset({
 _REQUEST_DROP = frozenset({b"cookie", b"host"})
 _RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"})
 # Forwarding claims: what an earlier proxy says of the client's address, scheme, host, port
-# or path. Believed only from trusted proxies; from anyone else dropped, since frameworks
-# that trust us as their proxy would take a client's own claim for ours. The names beyond
-# the three we write are those popular frameworks and libraries read (docs/router.md).
-# Written by us; from a trusted proxy, extended (the chain) or believed (proto, host).
+# or path. Frameworks that trust us as their proxy read them, so a client's own would pass
+# for ours. The names beyond the three we write are those popular frameworks and
+# libraries read (docs/router.md).
+# Written by us; from a trusted proxy, extended (the chain) or believed (proto, host): the
+# three a proxy in front must set, and the ones docs/deploy.md's nginx sets.
 _FORWARDING_OURS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host"})
-# Passed on unchanged from a trusted proxy. A named list, not every x-forwarded-* name: a
-# set lookup is all the policy costs a header on the hot path.
-_FORWARDING_PASSTHROUGH = frozenset({
+# Dropped whoever sends them, a trusted proxy too: a stock proxy (nginx) passes a client's
+# own on unless told to clear each one, so "the proxy vouches for them" held for none of
+# ours (deploy walk 25). The origin reads the address from our X-Forwarded-For instead.
+# A named list, not every x-forwarded-* name: a set lookup is all the policy costs a
+# header on the hot path. Public: the nginx configs' clearing lines are checked against it.
+FOREIGN_FORWARDING = frozenset({
     b"forwarded",
     # scheme
     b"x-forwarded-ssl", b"x-forwarded-scheme", b"x-forwarded-protocol", b"front-end-https",
@@ -51,7 +55,7 @@ _FORWARDING_PASSTHROUGH = frozenset({
     b"client-ip", b"x-client-ip", b"true-client-ip", b"cf-connecting-ip",
     b"fastly-client-ip", b"x-cluster-client-ip",
 })
-_FORWARDING = _FORWARDING_OURS | _FORWARDING_PASSTHROUGH
+_FORWARDING = _FORWARDING_OURS | FOREIGN_FORWARDING
 
 # Names the one-pass planners look at; every other header is kept as it is.
 _REQUEST_NOTICED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"content-length"}
@@ -157,7 +161,6 @@ def plan_request(
     chunked = False
     prior_for: list[bytes] = []
     proto = forwarded_host = None
-    passthrough: Headers = []
     for item in headers:
         name = item[0]
         if name not in noticed:
@@ -171,15 +174,14 @@ def plan_request(
             listed = _tokens(item[1]) | (listed or set())
         elif name == b"transfer-encoding":
             chunked = True
-        elif trusted_proxy and name in _FORWARDING:
+        elif trusted_proxy and name in _FORWARDING_OURS:
             if name == b"x-forwarded-for":
                 prior_for.append(item[1])
             elif name == b"x-forwarded-proto":
                 proto = item[1] if proto is None else proto
-            elif name == b"x-forwarded-host":
-                forwarded_host = item[1] if forwarded_host is None else forwarded_host
             else:
-                passthrough.append(item)
+                forwarded_host = item[1] if forwarded_host is None else forwarded_host
+        # every other forwarding claim (FOREIGN_FORWARDING, anyone's) is dropped here
     if listed is not None and not listed <= _REQUEST_SETTLED:
         kept = [item for item in kept if item[0] not in listed]
         if b"content-length" in listed:
@@ -189,7 +191,6 @@ def plan_request(
         forwarded_for = b", ".join([*prior_for, client]) if client else b", ".join(prior_for)
         proto = proto or scheme.encode()
         forwarded_host = forwarded_host or host
-        kept += passthrough
     else:
         forwarded_for, proto, forwarded_host = client, scheme.encode(), host
     kept.append((b"host", upstream_host))

@@ -313,11 +313,12 @@ def _nginx_user() -> str:
 
 
 # The edge: TLS for every host, one upstream of all instances. nginx is the first hop, so
-# it replaces X-Forwarded-For with the peer it saw; the servers believe it because
-# SVCSRV_TRUSTED_PROXIES names loopback. A connection refused by a dead instance is
-# retried on the next one (`proxy_next_upstream error`): nothing was sent yet, so this is
-# safe for a POST too; a request that was sent and then lost its instance is not retried
-# (`non_idempotent` is not set): the client sees a 502 and retries with its idempotency key.
+# it replaces X-Forwarded-For with the peer it saw and clears every other forwarding
+# header; the servers believe it because SVCSRV_TRUSTED_PROXIES names loopback. A
+# connection refused by a dead instance is retried on the next one (`proxy_next_upstream
+# error`): nothing was sent yet, so this is safe for a POST too; a request that was sent
+# and then lost its instance is not retried (`non_idempotent` is not set): the client sees
+# a 502 and retries with its idempotency key.
 NGINX_CONF = """\
 worker_processes 2;
 {user}
@@ -362,6 +363,32 @@ http {{
             proxy_set_header X-Forwarded-For $remote_addr;
             proxy_set_header X-Forwarded-Proto $scheme;
             proxy_set_header X-Forwarded-Host $http_host;
+            # Every other forwarding claim the router knows (router/headers.py,
+            # FOREIGN_FORWARDING), cleared: no client's own passes the edge.
+            proxy_set_header Forwarded "";
+            proxy_set_header X-Forwarded-Ssl "";
+            proxy_set_header X-Forwarded-Scheme "";
+            proxy_set_header X-Forwarded-Protocol "";
+            proxy_set_header Front-End-Https "";
+            proxy_set_header X-Url-Scheme "";
+            proxy_set_header X-Forwarded-Port "";
+            proxy_set_header X-Forwarded-Server "";
+            proxy_set_header X-Forwarded-Prefix "";
+            proxy_set_header X-Forwarded-Path "";
+            proxy_set_header X-Original-URL "";
+            proxy_set_header X-Rewrite-URL "";
+            proxy_set_header X-Original-URI "";
+            proxy_set_header X-Forwarded-Uri "";
+            proxy_set_header X-Forwarded "";
+            proxy_set_header Forwarded-For "";
+            proxy_set_header X-Original-Forwarded-For "";
+            proxy_set_header X-Real-IP "";
+            proxy_set_header Client-IP "";
+            proxy_set_header X-Client-IP "";
+            proxy_set_header True-Client-IP "";
+            proxy_set_header CF-Connecting-IP "";
+            proxy_set_header Fastly-Client-IP "";
+            proxy_set_header X-Cluster-Client-IP "";
             proxy_next_upstream error timeout;
             proxy_connect_timeout 2s;
             proxy_read_timeout 60s;

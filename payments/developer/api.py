@@ -48,8 +48,11 @@ from payments.ratelimit import Limit, enforce
 RuntimeUrl = Callable[[str], str]
 
 
-def client_ip(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+def client_ip(services: DeveloperServices, request: Request) -> str:
+    """The address per-address limits key on: behind a trusted proxy, the client it names
+    (``DeveloperServices.client_address``), not the proxy."""
+    peer = request.client.host if request.client else None
+    return services.client_address(peer, request.scope["headers"])
 
 
 class DeveloperApi:
@@ -284,7 +287,7 @@ class DeveloperApi:
         app = field_str(body, "app", required=False, max_length=63)
         scopes = field_str_list(body, "scopes")
         ttl = field_int(body, "ttlSeconds", minimum=1)
-        await enforce(self.s.limiter(), self.s.limits.cli_request, client_ip(request))
+        await enforce(self.s.limiter(), self.s.limits.cli_request, client_ip(self.s, request))
         now = self.s.clock()
 
         def work(session: Session) -> dict[str, Any]:

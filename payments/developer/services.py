@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
@@ -19,6 +19,16 @@ from payments.mail import Mailer
 from payments.ratelimit import Limit, RateLimiter
 
 T = TypeVar("T")
+
+# Who a request comes from, for per-address limits: (TCP peer, request headers) -> address.
+# The composition root gives the rule that believes the trusted proxies in front
+# (router/client_address.py); payments imports nothing from router.
+ClientAddress = Callable[[str | None, Iterable[tuple[bytes, bytes]]], str]
+
+
+def peer_address(peer: str | None, headers: Iterable[tuple[bytes, bytes]]) -> str:
+    """The TCP peer, for services built without a proxy in front (tests)."""
+    return peer or "unknown"
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,7 @@ class DeveloperServices:
     console_url: str
     secure_cookies: bool
     limits: Limits = field(default_factory=Limits)
+    client_address: ClientAddress = peer_address
     clock: Callable[[], datetime] = utcnow
     # Shared by every unit of work: a unit waits here, holding no connection and no lock,
     # rather than on a row lock while competing for the GIL (``SVCSRV_DB_WORKERS``).

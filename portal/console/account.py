@@ -42,7 +42,7 @@ class AccountPages:
         try:
             form = await read_form(request)
             self.c.check_signed_out_form(request, form)
-            await enforce(self.s.limiter(), self.s.limits.signup, client_ip(request))
+            await enforce(self.s.limiter(), self.s.limits.signup, client_ip(self.s, request))
             now = self.s.clock()
 
             def unit(session: Session) -> str:
@@ -131,7 +131,7 @@ class AccountPages:
             form = await read_form(request)
             self.c.check_signed_out_form(request, form)
             name = form.get("login").strip().lower()[:254]
-            limit, key = self.s.limits.login, f"{client_ip(request)}|{name}"
+            limit, key = self.s.limits.login, f"{client_ip(self.s, request)}|{name}"
             await enforce(self.s.limiter(), limit, key)
             now, previous = self.s.clock(), request.cookies.get(SESSION_COOKIE)
 

@@ -8,7 +8,11 @@ docker-compose 1.29 renders the file offline (docs/deploy.md, "Container image")
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import socket
+import ssl
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,8 +21,14 @@ from typing import Any
 import pytest
 import trustme
 import yaml
+from aiohttp import web
 
+from ops.cluster.processes import free_port
+from ops.cluster.topology import NGINX_CONF
+from router.headers import FOREIGN_FORWARDING
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
+from tests.support.servers import AiohttpServer
+from tests.support.waits import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SVC_SERVICES = {"migrate", "server-1", "server-2", "chain", "webhooks"}
@@ -200,6 +210,7 @@ def nginx_conf(tmp_path: Path, services: dict[str, dict[str, Any]]) -> Path:
     tls = tmp_path / "tls"
     tls.mkdir()
     ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(tls / "ca.pem"))
     for name, host in (("apps", f"*.{OPERATOR['APPS_DOMAIN']}"),
                        ("service", f"api.{OPERATOR['SERVICE_DOMAIN']}")):
         cert = ca.issue_cert(host)
@@ -227,10 +238,120 @@ def test_nginx_accepts_its_configuration(nginx_conf: Path) -> None:
 def test_nginx_sends_to_both_servers_on_their_port(
         services: dict[str, dict[str, Any]]) -> None:
     template = (ROOT / "deploy/nginx/svc.conf.template").read_text()
-    upstream = re.findall(r"^\s*server (\S+);", template, re.MULTILINE)
+    upstream = re.findall(r"^\s*server (\S+) max_fails=1 fail_timeout=5s;", template,
+                          re.MULTILINE)
     # the servers listen where the image says (they do not set the port themselves)
     port = re.search(r"SVCSRV_BIND_PORT=(\d+)", (ROOT / "Dockerfile").read_text())
     assert port and all("SVCSRV_BIND_PORT" not in environment(services[n])
                         for n in ("server-1", "server-2"))
     assert upstream == [f"{address(services[n])}:{port[1]}" for n in ("server-1", "server-2")]
     assert "server_name *.${APPS_DOMAIN};" in template
+
+
+# -- forwarding headers at the edge (deploy walk 25, findings 1 and 12) -----------------
+
+def set_headers(conf: str) -> dict[str, str]:
+    """``proxy_set_header NAME VALUE;`` lines, names lower-cased."""
+    return {name.lower(): value for name, value in
+            re.findall(r"^\s*proxy_set_header (\S+) (\S+);", conf, re.MULTILINE)}
+
+
+@pytest.mark.parametrize("which", ["compose template", "cluster"])
+def test_the_edge_writes_our_forwarding_headers_and_clears_the_others(which: str) -> None:
+    # A client's own X-Real-IP, X-Original-URL... must not reach the servers: nginx clears
+    # every forwarding header the router knows beyond the three it sets.
+    if which == "cluster":
+        conf, host = NGINX_CONF, "$http_host"  # the cluster's edge is not on 443
+    else:
+        conf, host = (ROOT / "deploy/nginx/svc.conf.template").read_text(), "$host"
+    headers = set_headers(conf)
+    assert headers["x-forwarded-for"] == "$remote_addr"  # replaced, not appended to
+    assert headers["x-forwarded-proto"] == "$scheme"
+    assert headers["x-forwarded-host"] == host
+    cleared = {name for name, value in headers.items() if value == '""'}
+    assert cleared == {name.decode() for name in FOREIGN_FORWARDING}
+    assert len(re.findall(r"proxy_set_header X-Forwarded-For ", conf)) == 1
+
+
+def test_the_template_matches_the_tested_edge() -> None:
+    # what ops/cluster/topology.py's nginx does and the fault tests rely on
+    template = (ROOT / "deploy/nginx/svc.conf.template").read_text()
+    log_format = re.search(r"log_format edge ([^;]*);", template)
+    assert log_format and "$upstream_addr" in log_format[1]
+    assert "$upstream_status" in log_format[1]
+    assert "$request_uri" not in log_format[1] and "$args" not in log_format[1]
+    assert template.count("access_log /var/log/nginx/access.log edge;") == 2
+    for line in ("proxy_connect_timeout 2s;", "proxy_next_upstream error timeout;"):
+        assert line in template and line in NGINX_CONF
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def _tls_get(port: int, host: str, ca: Path,
+             headers: list[tuple[str, str]]) -> dict[str, str]:
+    context = ssl.create_default_context(cafile=str(ca))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            context.wrap_socket(raw, server_hostname=host) as tls:
+        sent = "".join(f"{name}: {value}\r\n" for name, value in headers)
+        tls.sendall(f"GET /echo HTTP/1.1\r\nHost: {host}\r\n{sent}"
+                    "Connection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := tls.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    return {name: value for name, value in json.loads(body)}
+
+
+SPOOFED = [("X-Forwarded-For", "6.6.6.6"), ("X-Forwarded-Host", "evil.example"),
+           ("X-Forwarded-Proto", "http"), ("X-Real-IP", "6.6.6.6"),
+           ("True-Client-IP", "6.6.6.6"), ("X-Original-URL", "/admin"),
+           ("Forwarded", "for=6.6.6.6")]
+
+
+def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
+        nginx_conf: Path, tmp_path: Path) -> None:
+    # The rendered template itself in front of an echo server: listening on loopback
+    # ports, its upstream the echo server, its log in the temporary directory.
+    async def echo(request: web.Request) -> web.Response:
+        return web.json_response([[k.lower(), v] for k, v in request.headers.items()])
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", echo)
+    plain, tls = free_port(), free_port()
+    conf = tmp_path / "svc.conf"
+    text = re.sub(r"server 172\.30\.0\.1[12]:8000", "server 127.0.0.1:{origin}",
+                  conf.read_text())
+    text = text.replace("listen 80 ", f"listen 127.0.0.1:{plain} ")
+    text = text.replace("listen 443 ", f"listen 127.0.0.1:{tls} ")
+    text = text.replace("/var/log/nginx/", f"{tmp_path}/")
+    # in the foreground, so that the test holds the process it stops
+    user = "user root root;\n" if os.geteuid() == 0 else ""  # workers read the 0600 key
+    nginx_conf.write_text(f"daemon off;\n{user}{nginx_conf.read_text()}")
+    host = f"demo.{OPERATOR['APPS_DOMAIN']}"
+    with AiohttpServer(app) as origin:
+        conf.write_text(text.replace("{origin}", str(origin.port)))
+        errors = (tmp_path / "nginx.err").open("w")
+        nginx = subprocess.Popen(["nginx", "-e", "stderr", "-p", str(tmp_path),
+                                  "-c", str(nginx_conf)], stdout=errors, stderr=errors)
+        try:
+            wait_for(lambda: _listening(tls) or nginx.poll() is not None, 20, "nginx listening")
+            assert nginx.poll() is None, (tmp_path / "nginx.err").read_text()
+            seen = _tls_get(tls, host, tmp_path / "tls" / "ca.pem", SPOOFED)
+        finally:
+            nginx.terminate()
+            nginx.wait(timeout=20)
+            errors.close()
+    forwarding = {name: value for name, value in seen.items()
+                  if name in {n.decode() for n in FOREIGN_FORWARDING}
+                  or name.startswith("x-forwarded")}
+    assert forwarding == {"x-forwarded-for": "127.0.0.1", "x-forwarded-proto": "https",
+                          "x-forwarded-host": host}
+    log = (tmp_path / "access.log").read_text().splitlines()
+    assert log and f"127.0.0.1:{origin.port} 200 " in log[-1]

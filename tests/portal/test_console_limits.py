@@ -3,6 +3,8 @@ lifted once the window has passed (a fake clock drives the services and the limi
 
 from __future__ import annotations
 
+import ipaddress
+
 import httpx
 import pytest
 
@@ -119,3 +121,49 @@ def test_resend_cooldown_verify_and_sign_up_limits(start_console: ConsoleFactory
         assert 'value="cy@example.com"' in refused.text  # the form keeps what was typed
         clock.advance(3601)
         assert _sign_up(client, "cy@example.com", "cyd") == 303
+
+
+PROXY = "127.0.0.2"  # a loopback address of its own, named in SVCSRV_TRUSTED_PROXIES
+
+
+def _wrong_login(client: httpx.Client, forwarded_for: str) -> int:
+    return form_post(client, "/login", {"login": "dev1", "password": "not the password"},
+                     "/login", headers={"x-forwarded-for": forwarded_for}).status_code
+
+
+@pytest.mark.usefixtures("developer")
+def test_clients_behind_a_trusted_proxy_get_a_bucket_each(
+        start_console: ConsoleFactory) -> None:
+    # Behind nginx every peer is nginx: keyed on the peer, one attacker's wrong passwords
+    # locked every client out of a name, and ten sign-ups an hour were the whole
+    # service's (deploy walk 25, finding 2). The rightmost untrusted X-Forwarded-For entry
+    # is the client.
+    trusted = (ipaddress.ip_network(f"{PROXY}/32"),)
+    with start_console(limits=SMALL, clock=FakeClock(), trusted_proxies=trusted) as console, \
+            console.client(transport=httpx.HTTPTransport(local_address=PROXY)) as proxy, \
+            console.client() as direct:
+        attacker, victim = "198.51.100.7", "203.0.113.9"
+        assert [_wrong_login(proxy, attacker) for _ in range(3)] == [401] * 3
+        assert _wrong_login(proxy, attacker) == 429
+        # What the attacker writes left of the proxy's entry is not believed either.
+        assert _wrong_login(proxy, f"{victim}, {attacker}") == 429
+        right = {"login": "dev1", "password": PASSWORD}
+        victim_login = form_post(proxy, "/login", right, "/login",
+                                 headers={"x-forwarded-for": victim})
+        assert victim_login.status_code == 303
+
+        # A peer we do not trust is keyed on itself, whatever it claims.
+        assert [_wrong_login(direct, f"192.0.2.{n}") for n in range(3)] == [401] * 3
+        assert _wrong_login(direct, "192.0.2.99") == 429
+
+    with start_console(limits=SMALL, clock=FakeClock(), trusted_proxies=trusted) as console, \
+            console.client(transport=httpx.HTTPTransport(local_address=PROXY)) as proxy:
+        def sign_up(forwarded_for: str, name: str) -> int:
+            return form_post(proxy, "/signup", {"email": f"{name}@example.com",
+                                                "username": name, "password": PASSWORD},
+                             "/signup", headers={"x-forwarded-for": forwarded_for}
+                             ).status_code
+
+        assert [sign_up(attacker, "ann"), sign_up(attacker, "abe")] == [303, 303]
+        assert sign_up(attacker, "amy") == 429
+        assert sign_up(victim, "vic") == 303
