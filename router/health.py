@@ -44,10 +44,16 @@ class Status:
             started = time.perf_counter()
             with engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
-            current, head = migrate.current_revision(engine), migrate.head_revision(engine)
-            status = "ok" if current == head else "migrations_pending"
-            return {"status": status, "backend": engine.dialect.name, "revision": current,
-                    "latencyMs": round((time.perf_counter() - started) * 1000, 2)}
+            schema = migrate.schema_of(engine)
+            # Ahead is a newer version's migration (a rolling upgrade, a rollback): fine.
+            status = "ok" if schema.usable else schema.state.value
+            found: dict[str, Any] = {
+                "status": status, "backend": engine.dialect.name, "revision": schema.current,
+                "head": schema.head, "schema": schema.state.value,
+                "latencyMs": round((time.perf_counter() - started) * 1000, 2)}
+            if schema.state is not migrate.SchemaState.CURRENT:
+                found["detail"] = schema.describe()
+            return found
 
         try:
             return await asyncio.wait_for(asyncio.to_thread(probe), timeout=3)
