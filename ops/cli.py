@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         print(dev_database_warning(), file=sys.stderr, flush=True)
     engine = make_engine(settings.database_url)
     try:
+        if args.command in ("chain", "webhooks") and args.action == "run":
+            # The workers run on the schema the servers would (at or ahead of this code's).
+            schema.require_usable(engine, f"{args.command} run")
         if args.command in ("allowlist", "chain"):
             return chain.run(args, settings, make_sessionmaker(engine))
         if args.command in ("domain", "kill-switch"):

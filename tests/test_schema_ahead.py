@@ -129,3 +129,16 @@ def test_svc_ops_migrate_brings_a_schema_behind_to_head(
     assert _ops(monkeypatch, db_url, "migrate") == 0
     head = migrate.head_revision(engine)
     assert capsys.readouterr().out.strip() == f"current={head} head={head}"
+
+
+@pytest.mark.parametrize("worker", ["chain", "webhooks"])
+def test_workers_refuse_a_schema_behind(
+        engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], worker: str) -> None:
+    """A new worker started before `svc-ops migrate` stops at once, with the server's
+    sentence, instead of running until a query fails."""
+    stamp(engine, "0014")
+    assert _ops(monkeypatch, db_url, worker, "run") == 2
+    err = capsys.readouterr().err
+    assert f"{worker} run: database schema at 0014, behind" in err
+    assert "svc-ops migrate" in err and "Traceback" not in err
