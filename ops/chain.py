@@ -16,7 +16,6 @@ import argparse
 import getpass
 import json
 import re
-import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from ops.chain_worker import run_worker
 from ops.runtime import operator_name, operator_option
 from payments.chain.models import ChainFinding
 from payments.db import transaction, utcnow
@@ -89,11 +89,8 @@ def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Ses
             print(f"{app_id}\t{status.value}")
     elif args.action == "run":
         cycle = ChainCycle.build(sessions, chain, worker_policy(settings))
-        while True:
-            cycle.run()
-            if args.once:
-                break
-            time.sleep(settings.chain_worker_interval)
+        return run_worker(cycle, sessions, chain.relayer, settings.chain_worker_interval,
+                          once=args.once)
     elif args.action == "reconcile":
         report = Reconciler(sessions, chain, log_blocks=settings.chain_log_blocks).run()
         print(json.dumps(asdict(report), indent=2))

@@ -15,8 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ops import chain, review, runtime, webhooks
-from payments import migrate
+from ops import chain, review, runtime, schema, webhooks
 from payments.chain.gateway import ChainError
 from payments.db import make_engine, make_sessionmaker
 from payments.errors import ApiError
@@ -53,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         print(dev_database_warning(), file=sys.stderr, flush=True)
     engine = make_engine(settings.database_url)
     try:
+        if args.command in ("chain", "webhooks") and args.action == "run":
+            # The workers run on the schema the servers would (at or ahead of this code's).
+            schema.require_usable(engine, f"{args.command} run")
         if args.command in ("allowlist", "chain"):
             return chain.run(args, settings, make_sessionmaker(engine))
         if args.command in ("domain", "kill-switch"):
@@ -61,12 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             return webhooks.run(args, settings, make_sessionmaker(engine))
         if args.command in ("review", "pay-to", "listing", "actions", "notifications"):
             return review.run(args, settings, make_sessionmaker(engine))
-        if args.command == "migrate":
-            migrate.upgrade(engine, args.revision)
-        elif args.command == "downgrade":
-            migrate.downgrade(engine, args.revision)
-        print(f"current={migrate.current_revision(engine)} head={migrate.head_revision(engine)}")
-    except chain.OpsError as exc:
+        return schema.run(args, engine)  # migrate, downgrade, db-revision
+    except (chain.OpsError, schema.SchemaRefused) as exc:
         print(f"svc-ops: {exc}", file=sys.stderr)
         return 2
     except ApiError as exc:  # an operator decision the state does not allow

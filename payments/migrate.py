@@ -1,7 +1,10 @@
-"""Run Alembic migrations programmatically (``svc-ops migrate``, server start, tests)."""
+"""Run Alembic migrations programmatically (``svc-ops migrate``, server start, tests), and
+judge whether a database's schema is one this code can run on (:func:`schema_of`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 from alembic import command
@@ -11,6 +14,40 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+class SchemaState(StrEnum):
+    CURRENT = "current"
+    # A revision this code's scripts do not know: a newer version's (after `svc-ops migrate`
+    # of a rolling upgrade, or before a code rollback), since migrations only add. Usable.
+    AHEAD = "schema_ahead"
+    # An older revision of our own chain, or no schema at all: refused outside dev.
+    BEHIND = "migrations_pending"
+
+
+@dataclass(frozen=True)
+class Schema:
+    state: SchemaState
+    current: str | None
+    head: str | None
+
+    @property
+    def usable(self) -> bool:
+        return self.state is not SchemaState.BEHIND
+
+    def describe(self) -> str:
+        if self.state is SchemaState.CURRENT:
+            return f"database schema at {self.current}, this code's latest migration"
+        if self.state is SchemaState.AHEAD:
+            return (f"database schema at {self.current}, which this code's migrations (latest "
+                    f"{self.head}) do not know: a newer version's migration (or another "
+                    "project's database); running on it, as migrations only add")
+        return (f"database schema at {self.current or 'none'}, behind this code's "
+                f"{self.head}; run `svc-ops migrate` first")
+
+
+class SchemaBehind(RuntimeError):
+    """The database is older than this code: nothing may run on it before a migrate."""
 
 
 def alembic_config(engine: Engine) -> Config:
@@ -41,6 +78,36 @@ def current_revision(engine: Engine) -> str | None:
 
 def head_revision(engine: Engine) -> str | None:
     return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+
+
+def schema_of(engine: Engine) -> Schema:
+    """Where the database's schema stands against this code's migrations. Only a revision
+    outside our chain is ahead: one of ours that is not the head is behind."""
+    script = ScriptDirectory.from_config(alembic_config(engine))
+    head, current = script.get_current_head(), current_revision(engine)
+    if current == head:
+        return Schema(SchemaState.CURRENT, current, head)
+    known = {rev.revision for rev in script.walk_revisions()}
+    state = SchemaState.BEHIND if current is None or current in known else SchemaState.AHEAD
+    return Schema(state, current, head)
+
+
+def require_usable(engine: Engine) -> Schema:
+    """The schema, when this code may run on it (at or ahead of its head); else SchemaBehind."""
+    schema = schema_of(engine)
+    if not schema.usable:
+        raise SchemaBehind(schema.describe())
+    return schema
+
+
+def upgrade_unless_ahead(engine: Engine) -> Schema:
+    """Upgrade to head, except on a schema ahead of this code: alembic cannot place a
+    revision it has no script for, and a newer schema needs nothing from us."""
+    schema = schema_of(engine)
+    if schema.state is SchemaState.AHEAD:
+        return schema
+    upgrade(engine)
+    return schema_of(engine)
 
 
 def revision(engine: Engine, message: str) -> None:

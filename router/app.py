@@ -141,11 +141,12 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
     """Open the engine, Redis, the change bus, the app directory and the HTTP pool."""
     engine = make_engine(settings.database_url)
     try:
-        if settings.dev:
-            migrate.upgrade(engine)
-        elif migrate.current_revision(engine) != migrate.head_revision(engine):
-            raise RuntimeError("database schema is not at the latest migration; "
-                               "run `svc-ops migrate` first")
+        # Dev migrates; elsewhere a schema behind this code is refused (SchemaBehind), and
+        # one ahead of it is run on: the rolling upgrade's old instances, a code rollback.
+        schema = (migrate.upgrade_unless_ahead(engine) if settings.dev
+                  else migrate.require_usable(engine))
+        if schema.state is migrate.SchemaState.AHEAD:
+            log.warning("%s", schema.describe())
         resources.engine = engine
         resources.sessions = make_sessionmaker(engine)
         bus: ChangeBus

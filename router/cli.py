@@ -84,7 +84,7 @@ def serve(settings: Settings) -> int:
         # instead of racing each other's DDL.
         engine = make_engine(settings.database_url)
         try:
-            migrate.upgrade(engine)
+            migrate.upgrade_unless_ahead(engine)
         finally:
             engine.dispose()
     config = server_config(f"{__name__}:{service_from_environment.__name__}", settings,
@@ -140,7 +140,7 @@ async def run_dev(settings: Settings) -> None:
     in-server webhook and chain workers deliver ``payment.delivered`` and, once the batch
     settles on the in-process chain, ``payment.settled`` to the app."""
     engine = make_engine(settings.database_url)
-    migrate.upgrade(engine)
+    migrate.upgrade_unless_ahead(engine)
     demo_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     demo_socket.bind(("127.0.0.1", 0))
     origin = f"http://127.0.0.1:{demo_socket.getsockname()[1]}"

@@ -11,6 +11,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from payments import migrate
+from payments.chain.heartbeat import Heartbeat, heartbeats, stale_after
+from payments.db import utcnow
 from router.resources import Resources
 from router.settings import Settings
 
@@ -30,6 +32,8 @@ class Status:
             "redis": await self._redis(),
             "chain": await self._chain(),
         }
+        if not self._settings.chain_workers:  # `svc-ops chain run` does the chain's work
+            checks["chainWorker"] = await self._chain_worker()
         ok = all(c["status"] in ("ok", "embedded") for c in checks.values()
                  if c.get("required", True))
         return JSONResponse({"status": "ok" if ok else "degraded", "mode": self._settings.mode,
@@ -44,10 +48,16 @@ class Status:
             started = time.perf_counter()
             with engine.connect() as conn:
                 conn.execute(text("SELECT 1"))
-            current, head = migrate.current_revision(engine), migrate.head_revision(engine)
-            status = "ok" if current == head else "migrations_pending"
-            return {"status": status, "backend": engine.dialect.name, "revision": current,
-                    "latencyMs": round((time.perf_counter() - started) * 1000, 2)}
+            schema = migrate.schema_of(engine)
+            # Ahead is a newer version's migration (a rolling upgrade, a rollback): fine.
+            status = "ok" if schema.usable else schema.state.value
+            found: dict[str, Any] = {
+                "status": status, "backend": engine.dialect.name, "revision": schema.current,
+                "head": schema.head, "schema": schema.state.value,
+                "latencyMs": round((time.perf_counter() - started) * 1000, 2)}
+            if schema.state is not migrate.SchemaState.CURRENT:
+                found["detail"] = schema.describe()
+            return found
 
         try:
             return await asyncio.wait_for(asyncio.to_thread(probe), timeout=3)
@@ -72,7 +82,12 @@ class Status:
             return {"status": "down", "backend": backend,
                     "detail": "no relayer key: nothing is relayed or settled"}
         try:
-            readiness = await asyncio.wait_for(asyncio.to_thread(chain.readiness), timeout=3)
+            # Without chain workers this process signs nothing: its key is not the relayer's
+            # (docs/deploy.md), so only the reads are checked; chainWorker tells of the
+            # relayer.
+            sends = self._settings.chain_workers
+            readiness = await asyncio.wait_for(
+                asyncio.to_thread(lambda: chain.readiness(sends=sends)), timeout=3)
         except Exception as exc:
             return {"status": "down", "backend": backend, "detail": type(exc).__name__}
         status = readiness.status
@@ -80,3 +95,35 @@ class Status:
             status = "embedded"  # a real EVM, inside this process: nothing to reach
         return {"status": status, "backend": backend,
                 "workers": self._settings.chain_workers, **readiness.detail}
+
+    async def _chain_worker(self) -> dict[str, Any]:
+        """The age of the chain workers' heartbeats (payments/chain/heartbeat.py). Required
+        once one has ever beaten in this database: before, nothing says one should run
+        (dev, tests, a server set up before any worker)."""
+        sessions = self._resources.sessions
+        if sessions is None:
+            return {"status": "down", "required": False, "detail": "not started"}
+
+        def read() -> list[Heartbeat]:
+            with sessions() as session:
+                return heartbeats(session)
+
+        try:
+            beats = await asyncio.wait_for(asyncio.to_thread(read), timeout=3)
+        except Exception as exc:  # the database check says why
+            return {"status": "unknown", "required": False, "detail": type(exc).__name__}
+        if not beats:
+            return {"status": "not_seen", "required": False,
+                    "detail": "no `svc-ops chain run` has written a heartbeat here yet"}
+        now, limit = utcnow(), stale_after(self._settings.chain_worker_interval)
+        workers = [{"relayer": b.relayer, "ageSeconds": round(b.age(now), 1),
+                    "cycles": b.cycles, "stale": b.age(now) > limit.total_seconds()}
+                   for b in beats]
+        fresh = not workers[0]["stale"]  # the newest: is any worker alive
+        found: dict[str, Any] = {"status": "ok" if fresh else "stale",
+                                 "staleAfterSeconds": limit.total_seconds(),
+                                 "workers": workers}
+        if not fresh:
+            found["detail"] = ("no chain worker has finished a cycle for "
+                               f"{workers[0]['ageSeconds']} s: nothing is relayed or settled")
+        return found

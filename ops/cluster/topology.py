@@ -43,6 +43,11 @@ BIN = Path(sys.executable).parent
 DOMAIN = "localhost"
 APPS_DOMAIN = f"apps.{DOMAIN}"
 SERVICE_HOSTS = [f"{name}.{DOMAIN}" for name in ("api", "portal", "console", "docs")]
+# The servers' chain key, as docs/deploy.md has it: a key of their own that nothing sends
+# with, never the relayer's. Not a relayer of the spender and never funded, so the cluster
+# runs the documented setup (the servers' statusz checks the chain's reads only, and the
+# relayer shows through `svc-ops chain run`'s heartbeat).
+SERVER_CHAIN_KEY = "0x" + "5e" * 32
 
 
 @dataclass
@@ -108,7 +113,8 @@ class Cluster:
         return self.postgres.url.rsplit("/", 1)[0] + "/svc"
 
     def env(self, **extra: str) -> dict[str, str]:
-        """The environment of every server and worker process."""
+        """The environment of every server and worker process (the servers replace the
+        relayer key with their own, ``SERVER_CHAIN_KEY``)."""
         assert self.chain is not None
         params = self.chain.params
         base = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
@@ -207,7 +213,8 @@ class Cluster:
         name = f"server-{index + 1}"
         proc = self.procs.start(name, [str(BIN / "svc-server"), "serve"],
                                 self.logs / f"{name}.log",
-                                env=self._named(name, self.env(BIND_PORT=str(instance.port))))
+                                env=self._named(name, self.env(BIND_PORT=str(instance.port),
+                                                               RELAYER_KEY=SERVER_CHAIN_KEY)))
         instance.proc = proc
         wait_until(lambda: listeners(instance.port) >= self.options.processes
                    and _get(instance.port, f"api.{DOMAIN}:{self.options.edge_port}",

@@ -272,27 +272,40 @@ class Web3Chain:
         fn = self.token.functions.balanceOf(to_checksum_address(owner))
         return int(self._read(fn.call))
 
-    def readiness(self) -> Readiness:
+    def readiness(self, *, sends: bool = True) -> Readiness:
         try:
-            return self._read(self._readiness)
+            return self._read(lambda: self._readiness(sends))
         except ChainUnavailable as exc:
             return Readiness("down", {"detail": str(exc)})
 
-    def _readiness(self) -> Readiness:
+    def _readiness(self, sends: bool) -> Readiness:
+        """The reads every process needs (chain id, the spender's code and token); with
+        ``sends``, also what signing needs: the key a relayer of the spender, gas money,
+        the base fee under the cap. A server that runs no chain workers sends nothing, and
+        its key is by design not the relayer's (docs/deploy.md)."""
         detail: dict[str, Any] = {
             "chainId": self._w3.eth.chain_id, "block": self._w3.eth.block_number,
             "spender": self.spender.address, "token": self.token.address,
-            "relayer": self.relayer, "simulated": self._params.simulated}
+            "simulated": self._params.simulated}
         problems = []
         if detail["chainId"] != self._params.chain_id:
             problems.append("chain id differs from settings")
-        if not self._w3.eth.get_code(self.spender.address):
+        deployed = bool(self._w3.eth.get_code(self.spender.address))
+        if not deployed:
             problems.append("no contract at the spender address")
-        else:
-            if self.spender.functions.token().call() != self.token.address:
-                problems.append("the spender's token differs from settings")
-            if not self.spender.functions.relayers(self.relayer).call():
-                problems.append("the relayer key is not a relayer of the spender")
+        elif self.spender.functions.token().call() != self.token.address:
+            problems.append("the spender's token differs from settings")
+        if sends:
+            problems += self._sending_problems(detail, deployed)
+        if problems:
+            detail["problems"] = problems
+        return Readiness("down" if problems else "ok", detail)
+
+    def _sending_problems(self, detail: dict[str, Any], deployed: bool) -> list[str]:
+        problems = []
+        detail["relayer"] = self.relayer
+        if deployed and not self.spender.functions.relayers(self.relayer).call():
+            problems.append("the relayer key is not a relayer of the spender")
         balance = self._w3.eth.get_balance(self._account.address)
         detail["relayerBalanceWei"] = str(balance)
         if balance == 0:
@@ -306,9 +319,7 @@ class Web3Chain:
             except FeeAboveCap:
                 problems.append("the base fee is above the fee cap "
                                 "(SVCSRV_CHAIN_MAX_FEE_PER_GAS): nothing is signed until it falls")
-        if problems:
-            detail["problems"] = problems
-        return Readiness("down" if problems else "ok", detail)
+        return problems
 
     # -- owner transactions (operator commands, dev chain setup) ---------------------------
 

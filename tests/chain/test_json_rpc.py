@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from eth_account import Account
 from eth_typing import HexStr
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from web3 import HTTPProvider, Web3
 from web3.types import RPCEndpoint
 
 from ops.cli import main as svc_ops
+from payments import migrate
 from payments.chain.batching import BatchPolicy
 from payments.chain.contracts import load_artifact
 from payments.chain.gateway import FeeAboveCap
+from payments.chain.heartbeat import heartbeats
 from payments.chain.json_rpc import JsonRpcChain
 from payments.chain.models import (
     ChainFinding,
@@ -31,7 +38,7 @@ from payments.chain.models import (
 from payments.chain.reconcile import Reconciler
 from payments.chain.relayer import Relayer
 from payments.chain.settlement import SettlementWorker, signed_tx
-from payments.db import make_engine, make_sessionmaker, transaction
+from payments.db import make_engine, make_sessionmaker, transaction, utcnow
 from payments.ledger.models import (
     AuthorizationStatus,
     Charge,
@@ -50,6 +57,7 @@ from tests.chain.world import Crash, World, crash_at, recipient, wallet
 from tests.conftest import fresh_pg_database
 
 S = SettlementStatus
+SERVER_KEY = "0x" + "5e" * 32  # a key of the servers' own: not a relayer, no gas money
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -583,3 +591,72 @@ def test_findings_are_listed_without_the_relayer_key_or_a_node(
     assert svc_ops(["chain", "findings"]) == 0
     out = capsys.readouterr().out
     assert "unknown_charge\tcharge=987654" in out
+
+
+def test_a_servers_own_key_is_checked_for_the_reads_only(node: HardhatNode) -> None:
+    """docs/deploy.md: the servers get a key that is not the relayer's and sends nothing.
+    Their readiness (no chain workers) is the chain's reads; the relayer's checks stay for
+    the key that signs."""
+    own = JsonRpcChain.connect(node.url, node.params, SERVER_KEY, confirmations=1)
+    signing = own.readiness()
+    assert signing.status == "down"
+    assert signing.detail["problems"] == ["the relayer key is not a relayer of the spender",
+                                          "the relayer has no gas money"]
+    reads = own.readiness(sends=False)
+    assert reads.status == "ok", reads.detail
+    assert "relayer" not in reads.detail and "relayerBalanceWei" not in reads.detail
+    assert reads.detail["chainId"] == node.params.chain_id
+    wrong = JsonRpcChain.connect(node.url, replace(node.params, spender=recipient(2)),
+                                 SERVER_KEY, confirmations=1)
+    assert wrong.readiness(sends=False).detail["problems"] == [
+        "no contract at the spender address"]
+
+
+def test_svc_ops_chain_run_says_who_it_relays_for_and_beats(
+        rpc_world: World, ops_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert svc_ops(["chain", "run", "--once"]) == 0
+    out = capsys.readouterr().out
+    address = Account.from_key(RELAYER_KEY).address
+    assert f"chain worker running for relayer {address}" in out
+    assert RELAYER_KEY[2:].lower() not in out.lower()
+    with rpc_world.sessions() as session:
+        beats = {b.relayer: b for b in heartbeats(session)}
+    assert beats[address].age(utcnow()) < 60
+
+
+def test_svc_ops_chain_run_on_a_newer_schema(
+        rpc_world: World, ops_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The old worker during a rolling upgrade (migrate done, not yet restarted)."""
+    engine = rpc_world.sessions.kw["bind"]
+    head = migrate.head_revision(engine)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0999_newer'"))
+    try:
+        assert svc_ops(["chain", "run", "--once"]) == 0
+        assert "0999_newer" in capsys.readouterr().err
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": head})
+
+
+def test_sigterm_stops_svc_ops_chain_run_after_its_cycle(ops_env: Path) -> None:
+    """As a process: the start line, then SIGTERM (compose's stop) exits 0 with a last line,
+    not -15 in silence."""
+    # `-m` from the checkout: the `svc-ops` script imports whichever tree is installed.
+    worker = subprocess.Popen([sys.executable, "-m", "ops.cli", "chain", "run"],
+                              cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        assert worker.stdout is not None
+        first = worker.stdout.readline()
+        assert "chain worker running for relayer" in first, first
+        time.sleep(1.5)  # a cycle or two
+        worker.send_signal(signal.SIGTERM)
+        out, _ = worker.communicate(timeout=60)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.communicate()
+    assert worker.returncode == 0, out
+    assert "SIGTERM: finishing this cycle, then stopping" in out
+    assert "chain worker stopped after" in out

@@ -126,6 +126,17 @@ def test_start_order_waits_for_the_migration_and_healthy_servers(
         "server-2": {"condition": "service_healthy"}}
 
 
+def test_only_the_servers_keep_the_images_http_healthcheck(
+        services: dict[str, dict[str, Any]]) -> None:
+    """The Dockerfile's HEALTHCHECK asks /healthz, which only `svc-server serve` answers:
+    the svc-ops processes turn it off instead of showing "unhealthy" for good."""
+    assert "HEALTHCHECK CMD" in (ROOT / "Dockerfile").read_text()
+    for name in ("migrate", "chain", "webhooks"):
+        assert services[name]["healthcheck"] == {"disable": True}, name
+    for name in ("server-1", "server-2"):
+        assert "healthcheck" not in services[name], name  # the image's, which nginx waits on
+
+
 def test_every_svcsrv_variable_is_one_the_settings_read(
         services: dict[str, dict[str, Any]]) -> None:
     known = names_settings_read()

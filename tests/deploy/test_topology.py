@@ -11,13 +11,16 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from aiohttp import web
+from eth_account import Account
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from ops.cluster.services import HARDHAT_RELAYER_KEY
 from ops.cluster.topology import Cluster
 from payments.db import transaction, utcnow
 from payments.developer.keys import KEY_SCOPES, create_key
@@ -30,6 +33,7 @@ from tests.support.servers import AiohttpServer, answering
 from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.timeout(600)
+HARDHAT_RELAYER_ADDRESS = Account.from_key(HARDHAT_RELAYER_KEY).address
 
 
 def test_every_host_is_served_through_tls_by_both_instances(cluster: Cluster) -> None:
@@ -41,6 +45,17 @@ def test_every_host_is_served_through_tls_by_both_instances(cluster: Cluster) ->
         assert checks["redis"]["status"] == "ok"
         assert checks["chain"] == {**checks["chain"], "status": "ok", "backend": "json_rpc",
                                    "workers": False}
+        # The servers' key is their own, not a relayer (docs/deploy.md): only the chain's
+        # reads are theirs to check; the relayer shows through the chain worker's heartbeat.
+        assert "relayer" not in checks["chain"] and "problems" not in checks["chain"]
+
+        def worker() -> dict[str, Any]:
+            found: dict[str, Any] = api.get("/statusz").json()["checks"]["chainWorker"]
+            return found
+
+        wait_for(lambda: worker()["status"] == "ok", 30, "the chain worker's heartbeat")
+        beats: list[dict[str, Any]] = worker()["workers"]
+        assert [(b["relayer"], b["stale"]) for b in beats] == [(HARDHAT_RELAYER_ADDRESS, False)]
     before = len(cluster.access_log())
     with client(cluster, "demo") as runtime:
         for _ in range(20):
