@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if settings.database_url == DEV_DATABASE_URL:
         print(dev_database_warning(), file=sys.stderr, flush=True)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
+                         max_overflow=settings.db_max_overflow)
     try:
         if args.command in ("chain", "webhooks") and args.action == "run":
             # The workers run on the schema the servers would (at or ahead of this code's).

@@ -83,7 +83,10 @@ def normalize_url(url: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 20,
+                **kwargs: Any) -> Engine:
+    """An engine for ``url``; ``pool_size`` and ``max_overflow`` size a PostgreSQL pool
+    (SQLite takes one writer at a time whatever the pool)."""
     url = normalize_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -95,10 +98,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         # a read-then-write transaction cannot deadlock against another writer.
         event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
         return engine
-    kwargs.setdefault("pool_size", 10)
-    kwargs.setdefault("max_overflow", 20)
     kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(url, **kwargs)
+    return create_engine(url, pool_size=pool_size, max_overflow=max_overflow, **kwargs)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -139,7 +139,8 @@ class Service:
 @contextlib.asynccontextmanager
 async def open_resources(settings: Settings, resources: Resources) -> AsyncIterator[Resources]:
     """Open the engine, Redis, the change bus, the app directory and the HTTP pool."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
+                         max_overflow=settings.db_max_overflow)
     try:
         # Dev migrates; elsewhere a schema behind this code is refused (SchemaBehind), and
         # one ahead of it is run on: the rolling upgrade's old instances, a code rollback.

@@ -82,7 +82,8 @@ def serve(settings: Settings) -> int:
     if settings.dev:
         # Dev migrates at start; done once here, the processes find the schema current
         # instead of racing each other's DDL.
-        engine = make_engine(settings.database_url)
+        engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
+                         max_overflow=settings.db_max_overflow)
         try:
             migrate.upgrade_unless_ahead(engine)
         finally:
@@ -139,7 +140,8 @@ async def run_dev(settings: Settings) -> None:
     """The service and the reference app as the ``demo`` runtime, both on loopback. The
     in-server webhook and chain workers deliver ``payment.delivered`` and, once the batch
     settles on the in-process chain, ``payment.settled`` to the app."""
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
+                         max_overflow=settings.db_max_overflow)
     migrate.upgrade_unless_ahead(engine)
     demo_socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     demo_socket.bind(("127.0.0.1", 0))

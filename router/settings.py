@@ -99,6 +99,11 @@ class Settings:
     # few only queue on the same row locks and contend for the GIL while holding them
     # (bench/ledger_bench.py); docs/decisions.md has the measurement.
     db_workers: int = 4
+    # Each process's PostgreSQL pool: connections kept, and opened beyond them under load.
+    # Every process of every instance and worker has its own, so their sum must fit the
+    # server's max_connections (docs/deploy.md, "Sizing").
+    db_pool_size: int = 10
+    db_max_overflow: int = 20
     # Without Redis no other instance can tell us about a change, so entries
     # expire after one second; with Redis, pub/sub invalidates and the TTL is a backstop.
     app_cache_ttl_local: float = 1.0
@@ -197,6 +202,9 @@ class Settings:
                                 f"{ENV_PREFIX}WEBHOOK_TIMEOUT by 10 s or more")
         if self.db_workers < 1:
             raise SettingsError(f"{ENV_PREFIX}DB_WORKERS must be at least 1")
+        if self.db_pool_size < 1 or self.db_max_overflow < 0:
+            raise SettingsError(f"{ENV_PREFIX}DB_POOL_SIZE must be at least 1 and "
+                                f"{ENV_PREFIX}DB_MAX_OVERFLOW at least 0")
         if self.websocket_gate_interval <= 0:
             raise SettingsError(f"{ENV_PREFIX}WEBSOCKET_GATE_INTERVAL must be positive")
         if self.keep_alive_timeout < 1:
@@ -377,7 +385,8 @@ def _read(env: Mapping[str, str]) -> dict[str, object]:
             values[name] = int(_number(raw, name.upper(), int)) if raw.strip() else None
     int_fields = ("bind_port", "processes", "proxy_max_request_bytes", "proxy_max_response_bytes",
                   "proxy_pool_size", "keep_alive_timeout", "max_request_line", "max_header_line",
-                  "max_head", "max_headers", "db_workers", "console_session_idle_seconds",
+                  "max_head", "max_headers", "db_workers", "db_pool_size", "db_max_overflow",
+                  "console_session_idle_seconds",
                   "console_session_absolute_seconds", "smtp_port", "chain_id",
                   "summary_code_ttl_seconds", "payment_code_ttl_seconds",
                   "handoff_ttl_seconds", "chain_confirmations", "chain_log_blocks",

@@ -366,3 +366,19 @@ def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
                           "x-forwarded-host": host}
     log = (tmp_path / "access.log").read_text().splitlines()
     assert log and f"127.0.0.1:{origin.port} 200 " in log[-1]
+
+
+def test_postgresql_takes_every_pool_at_its_fullest(services: dict[str, dict[str, Any]]) -> None:
+    """Each svc process has its own pool; at their fullest they all fit in PostgreSQL's
+    max_connections (the image's default is 100), and each names itself in
+    pg_stat_activity."""
+    needed = 0
+    for name in SVC_SERVICES:
+        service, settings = services[name], settings_of(services[name])
+        replicas = int(service.get("deploy", {}).get("replicas", 1))
+        needed += replicas * settings.processes * (settings.db_pool_size
+                                                   + settings.db_max_overflow)
+        assert environment(service)["PGAPPNAME"].startswith("svc-"), name
+    command = services["postgres"]["command"]
+    limits = [int(arg.split("=", 1)[1]) for arg in command if arg.startswith("max_connections=")]
+    assert limits and limits[0] >= needed > 100, (limits, needed)

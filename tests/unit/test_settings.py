@@ -8,7 +8,9 @@ import ipaddress
 from pathlib import Path
 
 import pytest
+from sqlalchemy.pool import QueuePool
 
+from payments.db import make_engine
 from router import settings as settings_module
 from router.chain_params import chain_params
 from router.settings import Settings, SettingsError, load_settings
@@ -357,3 +359,15 @@ def test_production_on_sqlite_or_the_in_process_chain_is_a_loud_warning(
     assert len(warnings) == 2
     assert "production on SQLite (SVCSRV_DATABASE_URL)" in warnings[0]
     assert "SVCSRV_CHAIN_BACKEND=in_process" in warnings[1]
+
+
+def test_each_process_sizes_its_database_pool() -> None:
+    settings = load_settings({"SVCSRV_DB_POOL_SIZE": "3", "SVCSRV_DB_MAX_OVERFLOW": "0"})
+    assert (settings.db_pool_size, settings.db_max_overflow) == (3, 0)
+    assert (Settings().db_pool_size, Settings().db_max_overflow) == (10, 20)
+    for bad in ({"SVCSRV_DB_POOL_SIZE": "0"}, {"SVCSRV_DB_MAX_OVERFLOW": "-1"}):
+        with pytest.raises(SettingsError, match="SVCSRV_DB_POOL_SIZE"):
+            load_settings(bad)
+    engine = make_engine("postgresql://svc@127.0.0.1:9/svc", pool_size=3, max_overflow=1)
+    assert isinstance(engine.pool, QueuePool)  # nothing connects until asked
+    assert (engine.pool.size(), engine.pool._max_overflow) == (3, 1)
