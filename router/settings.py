@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from payments.digits import parse_digits
 from router.head_limits import HeadLimits
+from router.secret_files import with_secret_files
 from router.settings_checks import (
     DEV_SECRET_KEY,
     ENV_PREFIX,
@@ -345,7 +346,7 @@ def load_settings(environ: Mapping[str, str] | None = None, *, role: Role = "ser
     """Build settings from ``SVCSRV_*`` variables; ``overrides`` win (used by the CLI flags).
 
     ``role="operator"`` (``svc-ops``) skips what only a server needs (check_server)."""
-    env = os.environ if environ is None else environ
+    env = with_secret_files(os.environ if environ is None else environ)
     values = _read(env)
     mode = overrides.get("mode", values.get("mode", "dev"))
     if "allow_private_origins" not in values and mode == "production":

@@ -371,3 +371,24 @@ def test_each_process_sizes_its_database_pool() -> None:
     engine = make_engine("postgresql://svc@127.0.0.1:9/svc", pool_size=3, max_overflow=1)
     assert isinstance(engine.pool, QueuePool)  # nothing connects until asked
     assert (engine.pool.size(), engine.pool._max_overflow) == (3, 1)
+
+
+def test_secrets_can_come_from_files_and_never_show_in_refusals(tmp_path: Path) -> None:
+    """``SVCSRV_<NAME>_FILE`` (a mounted Docker or Kubernetes secret) instead of the value in
+    the environment, where ``docker inspect`` shows it."""
+    secret = "s" * 40
+    key_file, empty = tmp_path / "secret_key", tmp_path / "empty"
+    key_file.write_text(secret + "\n")  # as `echo` writes it
+    empty.write_text("\n")
+    without = {k: v for k, v in PROD.items() if k != "SVCSRV_SECRET_KEY"}
+    settings = load_settings({**without, "SVCSRV_SECRET_KEY_FILE": str(key_file)})
+    assert settings.secret_key == secret
+    refusals = {
+        "both": {**PROD, "SVCSRV_SECRET_KEY_FILE": str(key_file)},
+        "missing": {"SVCSRV_RELAYER_KEY_FILE": str(tmp_path / "nope")},
+        "empty": {"SVCSRV_SMTP_PASSWORD_FILE": str(empty)},
+    }
+    for case, env in refusals.items():
+        with pytest.raises(SettingsError) as refused:
+            load_settings(env)
+        assert "_FILE" in str(refused.value) and secret not in str(refused.value), case
