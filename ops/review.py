@@ -23,11 +23,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ops.runtime import app_slug, changed, operator_name, operator_option
 from payments.db import transaction, utcnow
-from payments.digits import whole_number_flag
 from payments.models import App, PayToStatus
 from payments.runtime import operator as decide
 from payments.runtime.review import EXTRA_REVIEW, REJECTED_BY_DEFAULT
 from router.settings import Settings
+from svc.int_flags import whole_number
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,7 +66,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     reject.add_argument("--reason", required=True)
     actions = sub.add_parser("actions", help="the operator audit log, newest first")
     actions.add_argument("--app", help="only this app")
-    actions.add_argument("--limit", type=whole_number_flag, default=50)
+    actions.add_argument("--limit", type=whole_number, default=50)
     notes = sub.add_parser("notifications", help="internal operator notifications")
     notes.add_argument("--all", action="store_true", help="include handled ones")
 

@@ -9,8 +9,6 @@ as well. Check with these instead.
 
 from __future__ import annotations
 
-import argparse
-
 
 def is_digits(text: str) -> bool:
     """``text`` is one or more of the ASCII digits 0-9, and nothing else."""
@@ -27,13 +25,3 @@ def parse_digits(text: str, max_digits: int) -> int | None:
         return None
     return int(text)
 
-
-def whole_number_flag(text: str) -> int:
-    """The type of an operator command's integer flag (``--port``, ``--limit``): ASCII digits
-    as above, or the refusal argparse prints with the flag (exit 2). The ``svc`` CLI has its
-    own, ``svc.int_flags.whole_number``: it imports no server code."""
-    value = parse_digits(text, 18)
-    if value is None:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a whole number: write it in ASCII digits 0-9, e.g. 8000")
-    return value

@@ -14,7 +14,6 @@ import uvicorn
 
 from payments import migrate
 from payments.db import make_engine, make_sessionmaker
-from payments.digits import whole_number_flag
 from router import native
 from router.app import Service, create_app
 from router.dev import DEMO_SLUG, seed_demo
@@ -24,6 +23,7 @@ from router.fast_protocol import http_protocol
 from router.processes import Supervisor
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 from router.settings_checks import production_warnings
+from svc.int_flags import whole_number
 
 log = logging.getLogger(__name__)
 # Which uvicorn server of `svc-server dev` a log record comes from: each serves in a task of
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="svc-server")
     sub = parser.add_subparsers(dest="command", required=True)
     dev = sub.add_parser("dev", help="run everything on loopback with a seeded demo app")
-    dev.add_argument("--port", type=whole_number_flag, default=8000)
+    dev.add_argument("--port", type=whole_number, default=8000)
     sub.add_parser("serve", help=f"run the server with settings from {ENV_PREFIX}* variables")
     args = parser.parse_args(argv)
     configure_logging()

@@ -1,4 +1,6 @@
-"""The one type of the CLI's integer flags: ASCII digits and nothing else.
+"""The one type of our commands' integer flags (``svc``, and the operator commands
+``svc-server``, ``svc-ops`` and the cluster, which ship in the same distribution): ASCII
+digits and nothing else.
 
 argparse's ``type=int`` is ``int()``, which also reads other scripts' digits (Arabic-Indic
 U+0665 is 5), fullwidth ones, " 5", "+5" and "1_0": a number spelled as the service never

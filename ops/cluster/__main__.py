@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 from ops.cluster.topology import APPS_DOMAIN, DOMAIN, Cluster, Options
-from payments.digits import whole_number_flag
+from svc.int_flags import whole_number
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,9 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ops.cluster", description=__doc__)
     parser.add_argument("--root", type=Path, default=REPO / "var" / "cluster",
                         help="state and logs (wiped at start; default var/cluster)")
-    parser.add_argument("--port", type=whole_number_flag, default=8443, help="the TLS edge's port")
-    parser.add_argument("--instances", type=whole_number_flag, default=2)
-    parser.add_argument("--processes", type=whole_number_flag, default=2, help="per instance")
+    parser.add_argument("--port", type=whole_number, default=8443, help="the TLS edge's port")
+    parser.add_argument("--instances", type=whole_number, default=2)
+    parser.add_argument("--processes", type=whole_number, default=2, help="per instance")
     args = parser.parse_args(argv)
     shutil.rmtree(args.root, ignore_errors=True)
     cluster = Cluster(Options(root=args.root, edge_port=args.port, instances=args.instances,

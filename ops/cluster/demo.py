@@ -10,14 +10,14 @@ import uvicorn
 
 from examples.demo_origin import DemoIdentity, demo_origin
 from payments.db import make_engine, make_sessionmaker
-from payments.digits import whole_number_flag
 from router.dev import DEMO_PAY_TO, DEMO_SLUG, seed_demo
 from router.settings import load_settings
+from svc.int_flags import whole_number
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m ops.cluster.demo")
-    parser.add_argument("--port", type=whole_number_flag, required=True)
+    parser.add_argument("--port", type=whole_number, required=True)
     parser.add_argument("--origin", required=True)
     args = parser.parse_args(argv)
     settings = load_settings()

@@ -5,9 +5,8 @@ In a str pattern ``\\d`` matches every script's decimal digits (Arabic-Indic, fu
 ValueError where a clear refusal was meant) and reads the others as numbers spelled in a
 way our wire never is. Patterns say ``[0-9]``; text is checked with ``payments.digits`` or,
 in the SDK and the reference app (which import no server code), ``svc.digits``; the
-``svc`` CLI's integer flags with ``svc.int_flags.whole_number`` (the operator commands'
-with ``payments.digits.whole_number_flag``), not argparse's
-``type=int`` (which is ``int()``). These tests walk every module of ours to keep it that
+``svc`` CLI's integer flags, and the operator commands', with ``svc.int_flags.whole_number``,
+not argparse's ``type=int`` (which is ``int()``). These tests walk every module of ours to keep it that
 way.
 """
 
@@ -155,8 +154,7 @@ def test_the_scan_finds_digit_checks_called_or_passed() -> None:
 def test_the_clis_read_integer_flags_as_ascii_digits() -> None:
     """The svc CLI's flags, and the operator commands' (svc-server, svc-ops, the cluster)."""
     found = [f"{path}:{line}" for path, tree in _sources() for line in int_flags(tree)]
-    assert found == [], ("type=svc.int_flags.whole_number (svc, examples) or "
-                         f"payments.digits.whole_number_flag, not type=int: {found}")
+    assert found == [], f"type=svc.int_flags.whole_number, not type=int: {found}"
 
 
 def test_the_scan_finds_int_flags() -> None:

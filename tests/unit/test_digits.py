@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from examples.reference_app.catalogue import Catalogue, CatalogueError
-from payments.digits import is_digits, parse_digits, whole_number_flag
+from payments.digits import is_digits, parse_digits
 from payments.ledger.cors import Cors
 from router.hosts import strip_port
 from svc import digits as sdk_digits
@@ -93,4 +93,3 @@ def test_operator_commands_refuse_integer_flags_in_other_digits(
         server_main(["dev", "--port", "\u0668\u0660\u0660\u0660"])
     assert refused.value.code == 2
     assert "is not a whole number" in capsys.readouterr().err
-    assert whole_number_flag("8000") == 8000
