@@ -44,8 +44,9 @@ def run(args: argparse.Namespace, engine: Engine) -> int:
 
 def require_usable(engine: Engine, worker: str) -> None:
     """A worker runs on the schema the servers would: at or ahead of this code's head."""
-    schema = migrate.schema_of(engine)
-    if not schema.usable:
-        raise SchemaRefused(f"{worker}: {schema.describe()}")
+    try:
+        schema = migrate.require_usable(engine)
+    except migrate.SchemaBehind as behind:
+        raise SchemaRefused(f"{worker}: {behind}") from None
     if schema.state is migrate.SchemaState.AHEAD:
         print(f"svc-ops: {worker}: {schema.describe()}", file=sys.stderr, flush=True)
