@@ -118,13 +118,7 @@ def _opt_str(value: int | None) -> str | None:
 def create_product(session: Session, app: App, spec: dict[str, Any]) -> Product:
     """Create a product from a template key and/or explicit fields (wire names of 2.3)."""
     product = new_product(app, spec)
-    session.add(product)
-    try:
-        with session.begin_nested():
-            session.flush()
-    except IntegrityError:
-        raise ApiError("product_exists", 409, f"This app already has a product with slug "
-                       f"'{product.slug}' or sku '{product.sku}'.") from None
+    _flush_unique(session, product, new=True)
     return product
 
 
@@ -132,13 +126,23 @@ def update_product(session: Session, product: Product, spec: dict[str, Any]) -> 
     """Change ``product`` as ``spec`` says; a slug or sku another product of the app holds
     is refused as ``product_exists`` (409), as on create, not a server error."""
     apply_product_fields(product, spec, creating=False)
+    _flush_unique(session, product, new=False)
+
+
+def _flush_unique(session: Session, product: Product, *, new: bool) -> None:
+    """Write ``product`` in a savepoint, so that a slug or sku another product of the app
+    holds is 409 ``product_exists`` and the transaction stays usable. A new product is
+    added inside the savepoint: its rollback takes the product out of the session too."""
     slug, sku = product.slug, product.sku  # a rolled-back savepoint expires the row
     try:
         with session.begin_nested():
+            if new:
+                session.add(product)
             session.flush()
     except IntegrityError:
-        raise ApiError("product_exists", 409, f"This app already has another product with "
-                       f"slug '{slug}' or sku '{sku}'.") from None
+        which = "a product" if new else "another product"
+        raise ApiError("product_exists", 409, f"This app already has {which} with slug "
+                       f"'{slug}' or sku '{sku}'.") from None
 
 
 def new_product(app: App, spec: dict[str, Any]) -> Product:
