@@ -6,8 +6,8 @@ ValueError where a clear refusal was meant) and reads the others as numbers spel
 way our wire never is. Patterns say ``[0-9]``; text is checked with ``payments.digits`` or,
 in the SDK and the reference app (which import no server code), ``svc.digits``; the
 ``svc`` CLI's integer flags, and the operator commands', with ``svc.int_flags.whole_number``,
-not argparse's ``type=int`` (which is ``int()``). These tests walk every module of ours to keep it that
-way.
+not argparse's ``type=int`` (which is ``int()``). These tests walk every module of ours to
+keep it that way.
 """
 
 from __future__ import annotations
