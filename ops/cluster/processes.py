@@ -86,6 +86,12 @@ class Proc:
             os.killpg(self.popen.pid, signal.SIGKILL)
         self.popen.wait(timeout=10)
 
+    def freeze(self) -> None:
+        """SIGSTOP to the whole group: the process holds whatever it was doing, and the
+        kernel still queues connections and bytes for it, so requests sent to it wait."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGSTOP)
+
     def stop(self, grace: float = 10.0) -> None:
         if self.popen.poll() is None:
             self.popen.terminate()

@@ -227,6 +227,13 @@ class Cluster:
             self.kill(proc)
             self.instances[index].proc = None
 
+    def freeze_instance(self, index: int) -> None:
+        """Stop an instance where it stands (SIGSTOP): the requests it holds, and those the
+        edge sends it meanwhile, stay in flight until it is killed."""
+        proc = self.instances[index].proc
+        if proc is not None:
+            proc.freeze()
+
     def kill(self, proc: Proc) -> None:
         """kill -9 of a worker (or any process started here), as a crash takes it."""
         proc.kill()

@@ -129,6 +129,11 @@ def test_an_instance_killed_under_payment_load_loses_and_doubles_no_payment(
                  Load(_routed(shop, payers, bought), threads=2).start(shop.browser)]
         try:
             time.sleep(3)
+            # Frozen first, so that the kill is sure to find requests in flight: the edge
+            # keeps sending the instance its share, and each waits there until the kill.
+            # Those it held when frozen may be anywhere, a transaction open included.
+            cluster.freeze_instance(0)
+            time.sleep(1)
             killed_at = time.monotonic()
             cluster.kill_instance(0)
             time.sleep(3)
