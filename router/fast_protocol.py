@@ -56,7 +56,9 @@ from router.head_limits import HeadRefused, HeadScan, check_whole, host_count_re
 from router.headers import Headers
 from router.lingering import answer_and_linger
 from router.proxy import request_target
+from router.request_head import RequestHead
 from router.server_protocol import HeldWrites, HttpProtocol, frame_whole, head_policy
+from router.transport_address import local_address, peer_address
 from router.turns import Turns
 
 log = logging.getLogger(__name__)
@@ -70,73 +72,6 @@ MAX_BODY = 64 * 1024
 # The share of a turn (router/turns.py) of connections whose last request the service
 # answered itself (its own hosts, a cache miss): no app slug has a space.
 SERVICE_TURNS = " service"
-
-
-class _Head:
-    """What the parser reports about one request head (httptools callbacks)."""
-
-    __slots__ = ("chunked", "complete", "expect", "headers", "hosts", "keep_alive", "length",
-                 "method", "parser", "upgrade", "url", "version")
-
-    def __init__(self) -> None:
-        self.parser = httptools.HttpRequestParser(self)
-        # As uvicorn's parser: answer the first of pipelined requests sent before a close.
-        self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
-        self.url = b""
-        self.headers: Headers = []
-        self.complete = False
-        self.expect = False
-        self.method = b""
-        self.version = "1.1"
-        self.keep_alive = True
-        self.upgrade = False
-        self.hosts = 0
-        self.length: bytes | None = None  # Content-Length, as the parser accepted it
-        self.chunked = False  # any Transfer-Encoding
-
-    def spend(self) -> None:
-        """The connection is gone: drop the parser, which holds this object's methods, so
-        that both go when the protocol does rather than at the collector's next pass."""
-        self.parser = _SPENT
-
-    def on_message_begin(self) -> None:
-        self.url = b""
-        self.headers = []
-        self.complete = False
-        self.expect = False
-        self.hosts = 0
-        self.length = None
-        self.chunked = False
-
-    def on_url(self, url: bytes) -> None:
-        self.url += url
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        name = name.lower()  # as uvicorn gives them (the header policy expects it)
-        if name == b"expect":
-            self.expect = True
-        elif name == b"host":
-            self.hosts += 1
-        elif name == b"content-length":
-            self.length = value
-        elif name == b"transfer-encoding":
-            self.chunked = True
-        self.headers.append((name, value))
-
-    def on_headers_complete(self) -> None:
-        # Read here, as uvicorn does: once the message is complete the parser has moved on.
-        parser = self.parser
-        self.method = parser.get_method()
-        self.version = parser.get_http_version()
-        self.keep_alive = self.version != "1.0" and parser.should_keep_alive()
-        self.upgrade = parser.should_upgrade()
-
-    def on_message_complete(self) -> None:
-        self.complete = True
-
-
-# A lost connection's head parser (see _Head.spend); it is never fed.
-_SPENT = httptools.HttpRequestParser(object())
 
 
 class FastProtocol(asyncio.Protocol):
@@ -157,7 +92,7 @@ class FastProtocol(asyncio.Protocol):
         self._server_state = server_state
         self._app_state = app_state
         self._loop = _loop or asyncio.get_event_loop()
-        self._head = _Head()
+        self._head = RequestHead()
         self._policy = head_policy(config)
         self._scan = HeadScan(self._policy.limits)
         self._buffer = b""
@@ -555,30 +490,6 @@ class FastProtocol(asyncio.Protocol):
         assert self._transport is not None
         self._reading_paused = True
         self._transport.pause_reading()
-
-
-
-def local_address(transport: asyncio.BaseTransport) -> tuple[str, int | None] | None:
-    """The scope's ``server``, as uvicorn's ``get_local_addr`` gives it, from the address
-    the transport saved when it was accepted. uvicorn's helper asks for the transport's
-    ``socket`` instead, for which uvloop builds a socket object and asks the kernel again
-    (about 6 us a connection, docs/BENCHMARKS.md)."""
-    info = transport.get_extra_info("sockname")
-    if isinstance(info, str):  # a Unix socket's path
-        return (info, None)
-    return _host_port(info)
-
-
-def peer_address(transport: asyncio.BaseTransport) -> tuple[str, int] | None:
-    """The scope's ``client``, as uvicorn's ``get_remote_addr`` gives it, from the saved
-    peer address (see :func:`local_address`); None for a Unix socket's peer."""
-    return _host_port(transport.get_extra_info("peername"))
-
-
-def _host_port(info: object) -> tuple[str, int] | None:
-    if isinstance(info, tuple) and len(info) >= 2:  # IPv6 adds flow info and scope id
-        return (str(info[0]), int(info[1]))
-    return None
 
 
 def http_protocol(config: Config, server_state: ServerState, app_state: dict[str, Any],

@@ -26,7 +26,8 @@ HERE = Path(__file__).resolve().parent
 # Every module on a fast-path request's way, and only those: each must stay free of what
 # mypyc refuses (a class inheriting from two built-in classes: router/origin_errors.py).
 MODULES = ("auth_return_path", "fast_exchange", "fast_path", "fast_protocol", "head_limits",
-           "headers", "origin_connection", "server_protocol", "turns", "upstream_client")
+           "headers", "origin_connection", "request_head", "server_protocol",
+           "transport_address", "turns", "upstream_client")
 STAMP = HERE / "native.stamp"
 
 Status = Literal["compiled", "pure", "stale"]

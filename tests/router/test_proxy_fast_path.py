@@ -401,7 +401,7 @@ def test_a_client_leaving_a_slow_answer_leaves_nothing_to_the_collector(
     parser, its exchange and the cut origin connection go when their last reference does,
     not at the collector's next pass over reference cycles. When a crowd of clients leaves
     at once, that pass (over every one of them) stalls every request of the process."""
-    ours = {"FastProtocol", "_Head", "HttpRequestParser", "FastExchange", "OriginConnection",
+    ours = {"FastProtocol", "RequestHead", "HttpRequestParser", "FastExchange", "OriginConnection",
             "HttpResponseParser", "RequestResponseCycle"}
     with held(start_proxy_router, proxy_sessions, origin.url) as holding:
         flags = gc.get_debug()
