@@ -19,6 +19,7 @@ from starlette.routing import Route
 from manifest.url_policy import UrlPolicy
 from payments.apps import check_distribution_targets, check_entry_url_field, set_pay_to
 from payments.config.document import refuse_secrets
+from payments.config.product_match import renamed
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal, credentials, run_as
@@ -230,8 +231,13 @@ class DeveloperApi:
                 raise ApiError("product_not_found", 404, f"No product '{product_ref}'.")
             body = read_body()
             refuse_secrets(body, "This product")
+            was = Product(slug=product.slug, sku=product.sku)  # for the rename's warning
             update_product(session, product, body)
-            return {"product": product_view(product, self.s.base_url, app.slug)}
+            # As config apply warns: the payment route moves, and the old one answers 404.
+            warnings = ([] if product.slug == was.slug
+                        else [renamed(app.slug, was, product.slug)])
+            return {"product": product_view(product, self.s.base_url, app.slug),
+                    "warnings": warnings}
         return JSONResponse(await self._as(request, work))
 
     async def list_keys(self, request: Request) -> Response:

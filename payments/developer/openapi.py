@@ -91,7 +91,10 @@ def _developer_paths() -> dict[str, Any]:
         f"{p}/apps/{{app}}/products/{{product}}": {
             "parameters": [APP_REF, {"name": "product", "in": "path", "required": True,
                                      "schema": STR}],
-            "patch": _op("Change a product.", scope="products:write", body=product_body),
+            "patch": _op("Change a product. The answer carries `warnings`: a new slug adds "
+                         "`product_slug_changed` (the payment route moves; the old one "
+                         "answers 404), as config apply does.", scope="products:write",
+                         body=product_body),
         },
         f"{p}/apps/{{app}}/keys": {
             "parameters": [APP_REF],

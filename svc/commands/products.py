@@ -90,6 +90,7 @@ def upsert_products(args: argparse.Namespace, out: Output) -> int:
         wanted = load_products(_products_file(args))
     client, slug = client_for_app(args)
     applied: list[Change] = []
+    warnings: list[dict[str, str]] = []
     with client, _price_flags_named(args, from_flags=bool(args.product)):
         changes = plan(wanted, _products(client, slug))
         if args.product:  # one product named: the others are not this command's business
@@ -99,17 +100,19 @@ def upsert_products(args: argparse.Namespace, out: Output) -> int:
                 client.call("POST", app_path(slug, "products"), change.product)
             elif change.kind == "~":
                 body = {name: wanted_value for name, (_, wanted_value) in change.fields.items()}
-                client.call("PATCH", app_path(slug, f"products/{segment(change.product['id'])}"),
-                            body)
+                warnings += client.call(
+                    "PATCH", app_path(slug, f"products/{segment(change.product['id'])}"),
+                    body).get("warnings") or []
             else:
                 continue
             applied.append(change)
     kept = [c for c in changes if c.kind == "-"]
     out.emit({"app": slug, "applied": [c.as_json() for c in applied],
-              "untouched": [c.as_json() for c in kept]},
+              "untouched": [c.as_json() for c in kept], "warnings": warnings},
              [*change_lines(changes),
               f"{len(applied)} change(s) applied." if applied else
-              f"{slug}: products already match; nothing changed."])
+              f"{slug}: products already match; nothing changed.",
+              *warning_lines(warnings)])
     return ExitCode.OK
 
 
@@ -139,11 +142,17 @@ def update_product(args: argparse.Namespace, out: Output) -> int:
                     "--risk-mode or --status.")
     client, slug = client_for_app(args)
     with client, _price_flags_named(args):
-        product = client.call("PATCH", app_path(slug, f"products/{segment(args.product)}"),
-                              body)["product"]
-    out.emit({"app": slug, "product": product, "changed": sorted(body)},
-             [f"Updated {product_line(product)}"])
+        answer = client.call("PATCH", app_path(slug, f"products/{segment(args.product)}"),
+                             body)
+    product, warnings = answer["product"], answer.get("warnings") or []
+    out.emit({"app": slug, "product": product, "changed": sorted(body), "warnings": warnings},
+             [f"Updated {product_line(product)}", *warning_lines(warnings)])
     return ExitCode.OK
+
+
+def warning_lines(warnings: list[dict[str, str]]) -> list[str]:
+    """The service's warnings (a rename moves the payment route), as config plan shows them."""
+    return ["Warnings:", *(f"  {w['key']}: {w['message']}" for w in warnings)] if warnings else []
 
 
 def product_line(product: dict[str, Any]) -> str:

@@ -246,6 +246,13 @@ def test_a_product_renamed_onto_a_taken_slug_or_sku_is_a_conflict_not_a_server_e
         renamed = console.patch(f"{products}/coins", json={"slug": "coins-100"})
         assert renamed.status_code == 200, renamed.text
         assert renamed.json()["product"]["paymentRoute"].endswith("/api/pay/game/coins-100")
+        # The old route stops working: said as config apply says it.
+        [warning] = renamed.json()["warnings"]
+        assert (warning["code"], warning["key"]) == ("product_slug_changed", "coins-100")
+        assert "/api/pay/game/coins to /api/pay/game/coins-100" in warning["message"]
+        for same in ({"slug": "coins-100"}, {"name": "Coins"}):
+            kept = console.patch(f"{products}/coins-100", json=same)
+            assert (kept.status_code, kept.json()["warnings"]) == (200, []), kept.text
         listed = console.get(products).json()["products"]
     assert sorted((p["slug"], p["sku"]) for p in listed) == [("coins-100", "coins"),
                                                               ("gems", "gems")]

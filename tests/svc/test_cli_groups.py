@@ -143,7 +143,14 @@ def test_products_create_update_diff_and_upsert(world: World) -> None:
                  "--name", "Retry level")
     assert (changed["product"]["priceAtomic"], changed["product"]["name"]) == (
         "20000", "Retry level")
-    assert changed["changed"] == ["name", "priceAtomic"]
+    assert (changed["changed"], changed["warnings"]) == (["name", "priceAtomic"], [])
+    # A new slug moves the payment route: the service's warning is shown, text and JSON.
+    moved = run(world, "product", "update", "--product", "tip", "--slug", "tip-jar")
+    assert moved.returncode == 0, moved.stderr
+    assert "Warnings:\n  tip-jar: Product 'tip'" in moved.stdout
+    assert "/api/pay/game/tip to /api/pay/game/tip-jar" in moved.stdout
+    back = ok(world, "product", "update", "--product", "tip-jar", "--slug", "tip")
+    assert [w["code"] for w in back["warnings"]] == ["product_slug_changed"]
     assert refused(world, "product", "update", "--product", "nope", "--name", "X",
                    exit_code=1)["code"] == "product_not_found"
     assert refused(world, "product", "update", "--product", "retry", exit_code=2)["code"] == \
