@@ -199,3 +199,35 @@ def test_an_ipv6_client_is_limited_per_64(start_console: ConsoleFactory) -> None
         # log-in too: rotating through the /64 does not reset the count
         assert [_wrong_login(proxy, f"2001:db8:5:6::{n}") for n in range(1, 4)] == [401] * 3
         assert _wrong_login(proxy, "2001:db8:5:6::99") == 429
+
+
+def test_a_failed_verification_mail_spends_no_sign_up(start_console: ConsoleFactory) -> None:
+    # A send our mail server refused is our failure: it gives the sign-up back, so a person
+    # who retries through an outage still has their hour's sign-ups. Every attempt counts
+    # against a wider limit of its own, so failing sends (a recipient our relay refuses,
+    # say) cannot be repeated without bound.
+    limits = Limits(signup=Limit("signup", 2, 3600),
+                    signup_attempt=Limit("signup-attempt", 6, 3600))
+    clock = FakeClock()
+    with start_console(limits=limits, clock=clock) as console, console.client() as client:
+        def sign_up(name: str) -> httpx.Response:
+            return form_post(client, "/signup", {"email": f"{name}@example.com",
+                                                 "username": name, "password": PASSWORD},
+                             "/signup")
+
+        console.smtp.refuse_with = "451 4.3.0 Temporary local problem"
+        for name in ("ann", "abe", "amy"):
+            failed = sign_up(name)
+            assert failed.status_code == 502 and "mail_failed" in failed.text
+        console.smtp.refuse_with = None
+        assert [sign_up(name).status_code for name in ("ann", "abe")] == [303, 303]
+        assert _code(console, "ann@example.com") and _code(console, "abe@example.com")
+        refused = sign_up("amy")  # the sixth attempt: the sign-up limit's third
+        assert refused.status_code == 429 and "Too many signup requests" in refused.text
+
+        clock.advance(3601)
+        console.smtp.refuse_with = "451 4.3.0 Temporary local problem"
+        assert [sign_up(f"user{n}").status_code for n in range(6)] == [502] * 6
+        capped = sign_up("user6")
+        assert capped.status_code == 429 and "Too many signup-attempt requests" in capped.text
+        assert _retry_after(capped) > 3000
