@@ -46,6 +46,10 @@ class RateLimiter(Protocol):
     async def reset(self, limit: Limit, key: str) -> None:
         """Forget the hits of ``key`` (e.g. after a successful login)."""
 
+    async def refund(self, limit: Limit, key: str) -> None:
+        """Take back the newest hit of ``key``: its request failed on our side. The newest,
+        not necessarily the caller's own when hits race: the count is what matters."""
+
 
 async def enforce(limiter: RateLimiter, limit: Limit, key: str) -> None:
     """Record a hit or raise the 429 ``rate_limited`` error; ``retryAfter`` feeds Retry-After."""
@@ -100,6 +104,12 @@ class InMemoryRateLimiter:
     async def reset(self, limit: Limit, key: str) -> None:
         with self._lock:
             self._logs.pop((limit.name, key), None)
+
+    async def refund(self, limit: Limit, key: str) -> None:
+        with self._lock:
+            log = self._logs.get((limit.name, key))
+            if log is not None and log.hits:
+                log.hits.pop()
 
     def _maybe_sweep(self, now: float) -> None:
         if len(self._logs) < self._sweep_at:
@@ -171,3 +181,6 @@ class RedisRateLimiter:
 
     async def reset(self, limit: Limit, key: str) -> None:
         await self._client.delete(self.key(limit, key))
+
+    async def refund(self, limit: Limit, key: str) -> None:
+        await self._client.zpopmax(self.key(limit, key))  # scores are the hits' times

@@ -118,6 +118,27 @@ def test_keys_and_limits_are_independent_and_reset(run: Callable[[Scenario], Non
     run(scenario)
 
 
+def test_refund_takes_back_the_newest_hit(run: Callable[[Scenario], None]) -> None:
+    limit = Limit("signup", 2, 60)
+
+    async def scenario(client: aioredis.Redis, prefix: str) -> None:
+        clock = FakeClock()
+        limiter = RedisRateLimiter(client, prefix=prefix, clock=clock)
+        start = clock.now
+        assert (await limiter.hit(limit, "a")).allowed
+        clock.now = start + 10
+        assert (await limiter.hit(limit, "a")).allowed
+        await limiter.refund(limit, "a")  # the hit at +10 failed on our side
+        clock.now = start + 20
+        assert (await limiter.hit(limit, "a")).allowed
+        refused = await limiter.hit(limit, "a")  # the hit at 0 still counts
+        assert not refused.allowed and refused.retry_after == pytest.approx(40.0)
+        await limiter.refund(limit, "nobody")
+        assert not await client.exists(limiter.key(limit, "nobody"))
+
+    run(scenario)
+
+
 def test_storage_is_bounded_and_expires_with_the_window(
     run: Callable[[Scenario], None],
 ) -> None:

@@ -17,6 +17,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,11 +39,11 @@ from ops.cluster.services import (
 from ops.cluster.tls import EdgeTls, make_edge_tls
 from payments.chain.contracts import load_artifact
 from router.dev import DEMO_PAY_TO
+from router.settings import Settings, load_settings
 
 BIN = Path(sys.executable).parent
 DOMAIN = "localhost"
 APPS_DOMAIN = f"apps.{DOMAIN}"
-SERVICE_HOSTS = [f"{name}.{DOMAIN}" for name in ("api", "portal", "console", "docs")]
 # The servers' chain key, as docs/deploy.md has it: a key of their own that nothing sends
 # with, never the relayer's. Not a relayer of the spender and never funded, so the cluster
 # runs the documented setup (the servers' statusz checks the chain's reads only, and the
@@ -155,10 +156,11 @@ class Cluster:
             conn.execute("CREATE DATABASE svc")
         self.redis.start()
         self.chain = start_hardhat(self.procs, self.logs)
-        # 127.0.0.1 too: Python clients cannot resolve *.localhost, so they connect to the
-        # address and name the host in the Host header (nginx has one server block).
-        self.tls = make_edge_tls(self.root / "tls", [*SERVICE_HOSTS, "127.0.0.1"],
-                                 APPS_DOMAIN)
+        # Every service host the servers route (the legacy launch host too), and
+        # 127.0.0.1: Python clients cannot resolve *.localhost, so they connect to the
+        # address and name the host in the Host header (nginx picks the server by it).
+        self.tls = make_edge_tls(self.root / "tls",
+                                 [*self.settings().service_hosts, "127.0.0.1"], APPS_DOMAIN)
         self.ops("migrate")
         self._start_demo()
         for index in range(len(self.instances)):
@@ -265,15 +267,15 @@ class Cluster:
         # connection (and the fault tests see when a restarted worker is connected).
         return {**env, "PGAPPNAME": name}
 
+    def settings(self) -> Settings:
+        """The settings every process reads from :meth:`env`."""
+        return load_settings(self.env(), role="operator")
+
     def nginx_conf(self) -> str:
         assert self.tls is not None
-        servers = "\n".join(f"        server 127.0.0.1:{i.port} max_fails=1 fail_timeout=5s;"
-                            for i in self.instances)
-        return NGINX_CONF.format(
-            user=_nginx_user(), prefix=self.root / "nginx", servers=servers,
-            edge_port=self.options.edge_port, cert=self.tls.cert, key=self.tls.key,
-            hosts=" ".join([*SERVICE_HOSTS, f"*.{APPS_DOMAIN}"]),
-            extra=self.options.edge_extra)
+        return edge_conf(self.root / "nginx", [i.port for i in self.instances],
+                         self.options.edge_port, self.tls, edge_names(self.settings()),
+                         self.options.edge_extra)
 
     def client_context(self) -> ssl.SSLContext:
         assert self.tls is not None
@@ -294,6 +296,23 @@ class Cluster:
             return (self.root / "nginx" / "access.log").read_text().splitlines()
         except OSError:
             return []
+
+
+def edge_names(settings: Settings) -> list[str]:
+    """The names the edge serves: every host ``router.hosts.HostTable`` routes (the service
+    hosts, the legacy launch host when set) and the runtimes under the apps domain."""
+    return [*settings.service_hosts, f"*.{settings.apps_domain}"]
+
+
+def edge_conf(prefix: Path, upstreams: Sequence[int], edge_port: int, tls: EdgeTls,
+              names: Sequence[str], extra: str = "") -> str:
+    """The edge's nginx.conf: ``names`` served on ``edge_port``, proxied to the servers on
+    loopback ``upstreams``; ``extra`` server blocks beside them."""
+    servers = "\n".join(f"        server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;"
+                        for port in upstreams)
+    return NGINX_CONF.format(user=_nginx_user(), prefix=prefix, servers=servers,
+                             edge_port=edge_port, cert=tls.cert, key=tls.key,
+                             hosts=" ".join(names), extra=extra)
 
 
 def _get(port: int, host: str, path: str) -> tuple[int, bytes]:
@@ -364,6 +383,12 @@ http {{
     ssl_certificate {cert};
     ssl_certificate_key {key};
     ssl_protocols TLSv1.2 TLSv1.3;
+    # Any other name, or none: 421, never passed on. The servers believe X-Forwarded-Host
+    # from us; a default server that proxied would vouch for whatever Host a client wrote.
+    server {{
+        listen 127.0.0.1:{edge_port} ssl default_server;
+        return 421;
+    }}
     server {{
         listen 127.0.0.1:{edge_port} ssl;
         server_name {hosts};
@@ -371,12 +396,15 @@ http {{
         location / {{
             proxy_pass http://svc;
             proxy_http_version 1.1;
-            proxy_set_header Host $http_host;
+            # The name served ($host: the request line's if it has one, RFC 9112 3.2.2,
+            # else the Host header's) and our port, never the Host header as written:
+            # after `GET https://demo.apps.localhost/`, `Host: evil.example` is not ours.
+            proxy_set_header Host $host:$server_port;
             proxy_set_header Upgrade $http_upgrade;
             proxy_set_header Connection $connection_upgrade;
             proxy_set_header X-Forwarded-For $remote_addr;
             proxy_set_header X-Forwarded-Proto $scheme;
-            proxy_set_header X-Forwarded-Host $http_host;
+            proxy_set_header X-Forwarded-Host $host:$server_port;
             # Every other forwarding claim the router knows (router/headers.py,
             # FOREIGN_FORWARDING), cleared: no client's own passes the edge.
             proxy_set_header Forwarded "";

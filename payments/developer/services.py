@@ -36,6 +36,9 @@ class Limits:
     """Numbers for spec 8 item 2; per client address or per account as the key says."""
 
     signup: Limit = Limit("signup", 10, 3600)
+    # Every sign-up form sent, whatever came of it: a sign-up whose mail our server failed
+    # to send is given back (docs/decisions.md), and this bounds the tries that costs.
+    signup_attempt: Limit = Limit("signup-attempt", 30, 3600)
     login: Limit = Limit("login", 10, 300)
     verify: Limit = Limit("verify", 10, 900)
     key_management: Limit = Limit("key-management", 30, 60)

@@ -25,6 +25,7 @@ from portal.console.forms import Form, read_form
 log = logging.getLogger(__name__)
 
 SUBJECT = "Your svc developer console verification code"
+MAIL_FAILED = "mail_failed"
 
 
 class AccountPages:
@@ -42,20 +43,34 @@ class AccountPages:
         try:
             form = await read_form(request)
             self.c.check_signed_out_form(request, form)
-            await enforce(self.s.limiter(), self.s.limits.signup, client_ip(self.s, request))
-            now = self.s.clock()
-
-            def unit(session: Session) -> str:
-                issued = accounts.register(
-                    session, self.s.passwords, email=form.get("email"),
-                    username=form.get("username"), password=form.get("password"), now=now)
-                self._mail_code(issued)
-                return issued.developer.email
-            email = await self.s.run(unit)
+            email = await self._register(form, client_ip(self.s, request))
         except ApiError as error:
             return token.attach(signup_page(token.value, form.get("email"),
                                             form.get("username"), error), secure=self.c.secure)
         return RedirectResponse(f"/verify?email={quote(email)}&sent=1", status_code=303)
+
+    async def _register(self, form: Form, address: str) -> str:
+        """The account and its mailed code, within ``address``'s sign-up limits; the email."""
+        limiter, limits = self.s.limiter(), self.s.limits
+        # Attempts first: a sign-up the next line refuses is still an attempt.
+        await enforce(limiter, limits.signup_attempt, address)
+        await enforce(limiter, limits.signup, address)
+        now = self.s.clock()
+
+        def unit(session: Session) -> str:
+            issued = accounts.register(
+                session, self.s.passwords, email=form.get("email"),
+                username=form.get("username"), password=form.get("password"), now=now)
+            self._mail_code(issued)
+            return issued.developer.email
+        try:
+            return await self.s.run(unit)
+        except ApiError as error:
+            if error.code == MAIL_FAILED:
+                # Our mail server failed, not the person: the sign-up is given back
+                # (nothing was committed); the attempt stays counted (docs/decisions.md).
+                await limiter.refund(limits.signup, address)
+            raise
 
     def _mail_code(self, issued: accounts.IssuedCode) -> None:
         # Sent inside the unit of work: if the mail server refuses, nothing is committed,
@@ -70,7 +85,7 @@ class AccountPages:
             self.s.mailer.send(Message(to=email, subject=SUBJECT, text=text))
         except MailError as exc:
             log.warning("verification mail failed: %s", exc)  # MailError never holds the body
-            raise ApiError("mail_failed", 502, "We could not send the verification email "
+            raise ApiError(MAIL_FAILED, 502, "We could not send the verification email "
                            "right now; please try again in a minute.") from None
 
     async def verify_form(self, request: Request) -> Response:

@@ -23,8 +23,10 @@ import trustme
 import yaml
 from aiohttp import web
 
-from ops.cluster.processes import free_port
-from ops.cluster.topology import NGINX_CONF
+from ops.cluster.processes import Processes, free_port
+from ops.cluster.services import start_nginx
+from ops.cluster.tls import make_edge_tls
+from ops.cluster.topology import NGINX_CONF, edge_conf, edge_names
 from router.headers import FOREIGN_FORWARDING
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 from tests.support.servers import AiohttpServer
@@ -272,7 +274,7 @@ def test_the_edge_writes_our_forwarding_headers_and_clears_the_others(which: str
     # A client's own X-Real-IP, X-Original-URL... must not reach the servers: nginx clears
     # every forwarding header the router knows beyond the three it sets.
     if which == "cluster":
-        conf, host = NGINX_CONF, "$http_host"  # the cluster's edge is not on 443
+        conf, host = NGINX_CONF, "$host:$server_port"  # the cluster's edge is not on 443
     else:
         conf, host = (ROOT / "deploy/nginx/svc.conf.template").read_text(), "$host"
     headers = set_headers(conf)
@@ -304,20 +306,40 @@ def _listening(port: int) -> bool:
     return True
 
 
-def _tls_get(port: int, host: str, ca: Path,
-             headers: list[tuple[str, str]]) -> dict[str, str]:
+def _tls_send(port: int, sni: str, ca: Path, request: str) -> tuple[int, bytes]:
+    """``request`` (a head, ``Connection: close`` added) over TLS to 127.0.0.1:``port``
+    naming ``sni``; the answer's status and body."""
     context = ssl.create_default_context(cafile=str(ca))
     with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
-            context.wrap_socket(raw, server_hostname=host) as tls:
-        sent = "".join(f"{name}: {value}\r\n" for name, value in headers)
-        tls.sendall(f"GET /echo HTTP/1.1\r\nHost: {host}\r\n{sent}"
-                    "Connection: close\r\n\r\n".encode())
+            context.wrap_socket(raw, server_hostname=sni) as tls:
+        tls.sendall(f"{request}Connection: close\r\n\r\n".encode())
         answer = b""
         while chunk := tls.recv(65536):
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200"), head
+    return int(head.split(b" ", 2)[1]), body
+
+
+def _tls_get(port: int, host: str, ca: Path, headers: list[tuple[str, str]],
+             target: str = "/echo", sni: str | None = None) -> dict[str, str]:
+    """What the echo server behind the edge received for a GET of ``target``."""
+    sent = "".join(f"{name}: {value}\r\n" for name, value in headers)
+    status, body = _tls_send(port, sni or host, ca,
+                             f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{sent}")
+    assert status == 200, body
     return {name: value for name, value in json.loads(body)}
+
+
+def _echo_app(seen: list[dict[str, str]]) -> web.Application:
+    """Answers every GET with the headers it received, as [name, value] pairs, and keeps
+    them in ``seen``."""
+    async def echo(request: web.Request) -> web.Response:
+        seen.append({k.lower(): v for k, v in request.headers.items()})
+        return web.json_response([[k.lower(), v] for k, v in request.headers.items()])
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", echo)
+    return app
 
 
 SPOOFED = [("X-Forwarded-For", "6.6.6.6"), ("X-Forwarded-Host", "evil.example"),
@@ -330,11 +352,7 @@ def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
         nginx_conf: Path, tmp_path: Path) -> None:
     # The rendered template itself in front of an echo server: listening on loopback
     # ports, its upstream the echo server, its log in the temporary directory.
-    async def echo(request: web.Request) -> web.Response:
-        return web.json_response([[k.lower(), v] for k, v in request.headers.items()])
-
-    app = web.Application()
-    app.router.add_get("/{tail:.*}", echo)
+    seen: list[dict[str, str]] = []
     plain, tls = free_port(), free_port()
     conf = tmp_path / "svc.conf"
     text = re.sub(r"server 172\.30\.0\.1[12]:8000", "server 127.0.0.1:{origin}",
@@ -345,8 +363,8 @@ def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
     # in the foreground, so that the test holds the process it stops
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers read the 0600 key
     nginx_conf.write_text(f"daemon off;\n{user}{nginx_conf.read_text()}")
-    host = f"demo.{OPERATOR['APPS_DOMAIN']}"
-    with AiohttpServer(app) as origin:
+    host, ca = f"demo.{OPERATOR['APPS_DOMAIN']}", tmp_path / "tls" / "ca.pem"
+    with AiohttpServer(_echo_app(seen)) as origin:
         conf.write_text(text.replace("{origin}", str(origin.port)))
         errors = (tmp_path / "nginx.err").open("w")
         nginx = subprocess.Popen(["nginx", "-e", "stderr", "-p", str(tmp_path),
@@ -354,18 +372,68 @@ def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
         try:
             wait_for(lambda: _listening(tls) or nginx.poll() is not None, 20, "nginx listening")
             assert nginx.poll() is None, (tmp_path / "nginx.err").read_text()
-            seen = _tls_get(tls, host, tmp_path / "tls" / "ca.pem", SPOOFED)
+            received = _tls_get(tls, host, ca, SPOOFED)
+            # A Host we do not serve, behind the handshake of one we do: refused at the
+            # edge, never passed on as a trusted X-Forwarded-Host.
+            refused = [_tls_send(tls, host, ca, f"GET /echo HTTP/1.1\r\nHost: {forged}\r\n")
+                       for forged in ("evil.example", OPERATOR["APPS_DOMAIN"])]
+            # A request line naming a host wins over the Host header (RFC 9112, 3.2.2).
+            absolute = _tls_get(tls, "evil.example", ca, [],
+                                target=f"https://{host}/echo", sni=host)
         finally:
             nginx.terminate()
             nginx.wait(timeout=20)
             errors.close()
-    forwarding = {name: value for name, value in seen.items()
+    forwarding = {name: value for name, value in received.items()
                   if name in {n.decode() for n in FOREIGN_FORWARDING}
                   or name.startswith("x-forwarded")}
     assert forwarding == {"x-forwarded-for": "127.0.0.1", "x-forwarded-proto": "https",
                           "x-forwarded-host": host}
+    assert [status for status, _ in refused] == [421, 421]
+    assert (absolute["host"], absolute["x-forwarded-host"]) == (host, host)
+    assert len(seen) == 2  # the refused never reached the servers
     log = (tmp_path / "access.log").read_text().splitlines()
-    assert log and f"127.0.0.1:{origin.port} 200 " in log[-1]
+    assert len(log) == 2 and all(f"127.0.0.1:{origin.port} 200 " in line for line in log)
+
+
+def test_the_cluster_edge_serves_only_our_hosts(tmp_path: Path) -> None:
+    # ops/cluster's nginx, rendered as the cluster renders it, in front of an echo server.
+    # It had one server block: the default for its port, every Host was served and passed
+    # on as X-Forwarded-Host, which the servers believe from it.
+    seen: list[dict[str, str]] = []
+    edge = free_port()
+    tls = make_edge_tls(tmp_path / "tls", ["api.localhost", "127.0.0.1"], "apps.localhost")
+    names = edge_names(Settings())
+    assert names == ["api.localhost", "portal.localhost", "console.localhost",
+                     "docs.localhost", "launch.localhost", "*.apps.localhost"]
+    procs = Processes()
+    with AiohttpServer(_echo_app(seen)) as origin:
+        try:
+            start_nginx(procs, tmp_path / "nginx",
+                        edge_conf(tmp_path / "nginx", [origin.port], edge, tls, names), edge)
+
+            def get(host: str, target: str = "/echo") -> tuple[int, bytes]:
+                return _tls_send(edge, "127.0.0.1", tls.ca,
+                                 f"GET {target} HTTP/1.1\r\nHost: {host}\r\n")
+
+            served = {host: get(f"{host}:{edge}") for host in (
+                "api.localhost", "CONSOLE.localhost", "launch.localhost", "demo.apps.localhost")}
+            refused = [get(host) for host in (
+                "evil.example", f"evil.example:{edge}", f"localhost:{edge}",
+                f"apps.localhost:{edge}", "127.0.0.1", f"api.localhost.evil.example:{edge}")]
+            no_host = _tls_send(edge, "127.0.0.1", tls.ca, "GET /echo HTTP/1.0\r\n")
+            # The request line's host is the one served (RFC 9112, 3.2.2), and so the one
+            # passed on, whatever the Host header says.
+            absolute = get("evil.example", f"https://demo.apps.localhost:{edge}/echo")
+            forged_line = get(f"demo.apps.localhost:{edge}", "https://evil.example/echo")
+        finally:
+            procs.stop_all()
+    assert {host: status for host, (status, _) in served.items()} == dict.fromkeys(served, 200)
+    assert [status for status, _ in [*refused, no_host, forged_line]] == [421] * 8
+    assert [(h["host"], h["x-forwarded-host"]) for h in seen] == [
+        (f"{host.lower()}:{edge}",) * 2 for host in served] + [
+        (f"demo.apps.localhost:{edge}",) * 2]
+    assert absolute[0] == 200
 
 
 def test_postgresql_takes_every_pool_at_its_fullest(services: dict[str, dict[str, Any]]) -> None:

@@ -74,6 +74,10 @@ def test_every_host_is_served_through_tls_by_both_instances(cluster: Cluster) ->
     assert set(served_by) == {f"127.0.0.1:{i.port}" for i in cluster.instances}
     with client(cluster, "portal") as portal:
         assert portal.get("/demo").status_code == 200
+    # A Host the servers do not route stops at the edge (tests/deploy/test_compose.py).
+    with httpx.Client(base_url=cluster.edge, verify=cluster.client_context(),
+                      headers={"host": f"evil.example:{cluster.options.edge_port}"}) as forged:
+        assert forged.get("/echo").status_code == 421
     # The certificate names our hosts and nothing else.
     with httpx.Client(verify=cluster.client_context()) as other, \
             pytest.raises(httpx.ConnectError):

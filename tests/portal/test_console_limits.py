@@ -167,3 +167,67 @@ def test_clients_behind_a_trusted_proxy_get_a_bucket_each(
         assert [sign_up(attacker, "ann"), sign_up(attacker, "abe")] == [303, 303]
         assert sign_up(attacker, "amy") == 429
         assert sign_up(victim, "vic") == 303
+
+
+@pytest.mark.usefixtures("developer")
+def test_an_ipv6_client_is_limited_per_64(start_console: ConsoleFactory) -> None:
+    # One IPv6 client holds a /64 (2^64 addresses): keyed per address, it rotated through
+    # them and no per-address limit ever applied. Here the trusted proxy is ::1, the server
+    # listening there, and X-Forwarded-For names the clients.
+    trusted = (ipaddress.ip_network("::1/128"),)
+    with start_console(limits=SMALL, clock=FakeClock(), trusted_proxies=trusted,
+                       bind_host="::1") as console, \
+            httpx.Client(base_url=f"http://[::1]:{console.port}", timeout=15,
+                         headers={"host": console.host("console")}) as proxy:
+        def sign_up(forwarded_for: str, name: str) -> int:
+            return form_post(proxy, "/signup", {"email": f"{name}@example.com",
+                                                "username": name, "password": PASSWORD},
+                             "/signup", headers={"x-forwarded-for": forwarded_for}
+                             ).status_code
+
+        assert [sign_up("2001:db8:1:2::1", "ann"), sign_up("2001:db8:1:2::2", "abe")] \
+            == [303, 303]
+        # another address of the same /64, however written: the same bucket
+        assert sign_up("2001:DB8:1:2:ffff:ffff:ffff:fffe", "amy") == 429
+        assert sign_up("2001:db8:1:3::1", "ned") == 303  # the neighbouring /64 is another
+
+        # An IPv4 client seen through an IPv6 socket is that IPv4 address, not a /64 of
+        # ::ffff:0:0 shared with every other IPv4 client.
+        assert [_wrong_login(proxy, "198.51.100.7") for _ in range(3)] == [401] * 3
+        assert _wrong_login(proxy, "::ffff:198.51.100.7") == 429
+        assert _wrong_login(proxy, "::ffff:198.51.100.8") == 401
+        # log-in too: rotating through the /64 does not reset the count
+        assert [_wrong_login(proxy, f"2001:db8:5:6::{n}") for n in range(1, 4)] == [401] * 3
+        assert _wrong_login(proxy, "2001:db8:5:6::99") == 429
+
+
+def test_a_failed_verification_mail_spends_no_sign_up(start_console: ConsoleFactory) -> None:
+    # A send our mail server refused is our failure: it gives the sign-up back, so a person
+    # who retries through an outage still has their hour's sign-ups. Every attempt counts
+    # against a wider limit of its own, so failing sends (a recipient our relay refuses,
+    # say) cannot be repeated without bound.
+    limits = Limits(signup=Limit("signup", 2, 3600),
+                    signup_attempt=Limit("signup-attempt", 6, 3600))
+    clock = FakeClock()
+    with start_console(limits=limits, clock=clock) as console, console.client() as client:
+        def sign_up(name: str) -> httpx.Response:
+            return form_post(client, "/signup", {"email": f"{name}@example.com",
+                                                 "username": name, "password": PASSWORD},
+                             "/signup")
+
+        console.smtp.refuse_with = "451 4.3.0 Temporary local problem"
+        for name in ("ann", "abe", "amy"):
+            failed = sign_up(name)
+            assert failed.status_code == 502 and "mail_failed" in failed.text
+        console.smtp.refuse_with = None
+        assert [sign_up(name).status_code for name in ("ann", "abe")] == [303, 303]
+        assert _code(console, "ann@example.com") and _code(console, "abe@example.com")
+        refused = sign_up("amy")  # the sixth attempt: the sign-up limit's third
+        assert refused.status_code == 429 and "Too many signup requests" in refused.text
+
+        clock.advance(3601)
+        console.smtp.refuse_with = "451 4.3.0 Temporary local problem"
+        assert [sign_up(f"user{n}").status_code for n in range(6)] == [502] * 6
+        capped = sign_up("user6")
+        assert capped.status_code == 429 and "Too many signup-attempt requests" in capped.text
+        assert _retry_after(capped) > 3000

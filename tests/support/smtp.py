@@ -27,10 +27,15 @@ class SmtpServer:
         self.host = host
         self.port = port
         self.messages: list[EmailMessage] = []
+        # An SMTP reply to answer DATA with instead of accepting, e.g. "451 4.3.0 ...": the
+        # mail server failing on our side, as the sender sees it.
+        self.refuse_with: str | None = None
         self._arrived = threading.Condition()
         self._handed_out: set[int] = set()
 
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
+        if self.refuse_with is not None:
+            return self.refuse_with
         raw = envelope.original_content or b""
         parsed = email.message_from_bytes(raw, policy=email.policy.default)
         assert isinstance(parsed, EmailMessage)

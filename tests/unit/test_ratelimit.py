@@ -89,6 +89,21 @@ def test_reset_forgets_the_hits(limiter: InMemoryRateLimiter) -> None:
     assert hit(limiter, RESEND, "dev-1").allowed
 
 
+def test_refund_takes_back_the_newest_hit(limiter: InMemoryRateLimiter,
+                                         clock: FakeClock) -> None:
+    limit = Limit("signup", 2, 60)
+    start = clock.now
+    assert hit(limiter, limit, "a").allowed
+    clock.now = start + 10
+    assert hit(limiter, limit, "a").allowed
+    asyncio.run(limiter.refund(limit, "a"))  # the hit at +10 failed on our side
+    clock.now = start + 20
+    assert hit(limiter, limit, "a").allowed
+    assert hit(limiter, limit, "a") == Decision(False, 40.0)  # the hit at 0 still counts
+    asyncio.run(limiter.refund(limit, "nobody"))  # nothing to give back: nothing happens
+    assert len(limiter) == 1
+
+
 def test_idle_keys_are_pruned_and_active_ones_kept(
     limiter: InMemoryRateLimiter, clock: FakeClock,
 ) -> None:
