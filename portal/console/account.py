@@ -120,6 +120,10 @@ class AccountPages:
         try:
             form = await read_form(request)
             self.c.check_signed_out_form(request, form)
+            # Each mail asked for counts as a sign-up attempt: the account's cooldown is set
+            # only by a send that worked, so failing resends would have no bound.
+            await enforce(self.s.limiter(), self.s.limits.signup_attempt,
+                          client_ip(self.s, request))
             now = self.s.clock()
 
             def unit(session: Session) -> str:

@@ -231,3 +231,29 @@ def test_a_failed_verification_mail_spends_no_sign_up(start_console: ConsoleFact
         capped = sign_up("user6")
         assert capped.status_code == 429 and "Too many signup-attempt requests" in capped.text
         assert _retry_after(capped) > 3000
+
+
+def test_resending_the_code_counts_as_a_sign_up_attempt(start_console: ConsoleFactory) -> None:
+    # The account's resend cooldown is set only by a send that worked: while our mail
+    # server fails, resends were unbounded. Each counts against signup-attempt now.
+    limits = Limits(signup_attempt=Limit("signup-attempt", 3, 3600))
+    clock = FakeClock()
+    with start_console(limits=limits, clock=clock) as console, console.client() as client:
+        signed_up = form_post(client, "/signup", {"email": "ann@example.com",
+                                                  "username": "ann", "password": PASSWORD},
+                              "/signup")
+        assert signed_up.status_code == 303, signed_up.text
+        clock.advance(61)  # past the resend cooldown the first mail set
+
+        def resend() -> httpx.Response:
+            return form_post(client, "/verify/resend", {"email": "ann@example.com"},
+                             "/verify?email=ann%40example.com")
+
+        console.smtp.refuse_with = "451 4.3.0 Temporary local problem"
+        assert [resend().status_code for _ in range(2)] == [502, 502]
+        capped = resend()
+        assert capped.status_code == 429 and "Too many signup-attempt requests" in capped.text
+        console.smtp.refuse_with = None
+        assert resend().status_code == 429  # the hour's attempts are spent, sent or not
+        clock.advance(3601)
+        assert resend().status_code == 303
