@@ -23,6 +23,7 @@ from payments.config.product_match import renamed
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal, credentials, run_as
+from payments.developer.key_idempotency import HEADER as IDEMPOTENCY_HEADER
 from payments.developer.keys import (
     create_key,
     key_changes,
@@ -253,15 +254,17 @@ class DeveloperApi:
     async def create_key(self, request: Request) -> Response:
         ref = request.path_params["app"]
         read_body = await json_after_auth(request)
+        idempotency_header = request.headers.get(IDEMPOTENCY_HEADER)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             app = who.app(session, ref, "keys:create")
-            fields = new_key_fields(read_body())
+            fields = new_key_fields(read_body(), idempotency_header)
             assert app.organization_id is not None
             created = create_key(session, organization_id=app.organization_id, app_id=app.id,
                                  label=fields.label, scopes=fields.scopes,
                                  environment=fields.environment,
-                                 created_by=who.developer_id, now=self.s.clock())
+                                 created_by=who.developer_id, now=self.s.clock(),
+                                 idempotency_key=fields.idempotency_key)
             # The only response that ever carries the secret.
             return {"key": key_view(created.key), "secret": created.secret}
         return JSONResponse(await self._as(request, work, self.s.limits.key_management),

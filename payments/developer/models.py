@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Integer, String
+from sqlalchemy import JSON, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from payments.db import Base, enum_column, id_column, time_column
@@ -117,6 +117,10 @@ class ApiKey(Base):
     """A backend ``zpk_`` key: only its hash and a masked preview are kept."""
 
     __tablename__ = "api_keys"
+    # A create-key request's idempotency key names one key per organization: a retry finds
+    # it instead of making a second one, even when the two requests arrive together.
+    __table_args__ = (UniqueConstraint("organization_id", "idempotency_key",
+                                       name="uq_api_keys_organization_idempotency_key"),)
     id: Mapped[str] = id_column(IdPrefix.API_KEY_RECORD)
     organization_id: Mapped[str] = mapped_column(
         ForeignKey("organizations.id", ondelete="CASCADE"), index=True)
@@ -136,6 +140,11 @@ class ApiKey(Base):
     # the API or before forms carried one). Unique, so a form sent twice (a reload of the
     # page showing the secret) makes one key, however close together the two arrive.
     form_token_hash: Mapped[str | None] = mapped_column(String(64), unique=True, default=None)
+    # The ``idempotencyKey`` it was created under (None: sent without one, or its 30 days
+    # are over) and the hash of what that request asked for (owner, label, scopes,
+    # environment), which a retry must match (``payments.developer.key_idempotency``).
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), default=None)
+    idempotency_request_hash: Mapped[str | None] = mapped_column(String(64), default=None)
 
 
 class NotificationKind(StrEnum):

@@ -41,6 +41,23 @@ ENTRY_URL = {"type": "string", "description": "blank, or the app's own public ht
 TARGETS = {"type": "array", "uniqueItems": True, "items": {"enum": list(DISTRIBUTION_TARGETS)}}
 APP_REF = {"name": "app", "in": "path", "required": True, "schema": STR,
            "description": "app id (zapp_...) or slug"}
+KEY_IDEMPOTENCY = ("With an `idempotencyKey` (or the `Idempotency-Key` header; at most 200 "
+                   "characters), a repeat within 30 days in the organization makes no second "
+                   "key: the same request answers 409 `key_already_created` with `keyId` and "
+                   "`key` (masked preview), never the secret; a different one answers 409 "
+                   "`IDEMPOTENCY_KEY_REUSED`.")
+IDEMPOTENCY_FIELD = {**STR, "maxLength": 200, "description": "optional replay-safe key"}
+IDEMPOTENCY_HEADER = {"name": "Idempotency-Key", "in": "header", "required": False,
+                      "schema": {**STR, "maxLength": 200},
+                      "description": "the same as the body's idempotencyKey"}
+
+
+def _create_key_op(op: dict[str, Any]) -> dict[str, Any]:
+    """A create-key operation with its idempotency key: the header and the 409s."""
+    op["description"] += " " + KEY_IDEMPOTENCY
+    op["parameters"] = [IDEMPOTENCY_HEADER]
+    op["responses"]["409"] = ERR
+    return op
 
 
 # Mounted on the console host only: a console session's, never reachable with a grant on
@@ -101,9 +118,11 @@ def _developer_paths() -> dict[str, Any]:
             "get": _op("List the app's own keys (ownership `app`, masked previews only); "
                        "organization keys are listed at /api/developer/keys.",
                        scope="apps:read"),
-            "post": _op("Create a zpk_ key of this app; the secret is in this response only.",
-                        scope="keys:create", status="201",
-                        body=_obj(label=STR, scopes=STRS, environment=STR)),
+            "post": _create_key_op(_op(
+                "Create a zpk_ key of this app; the secret is in this response only.",
+                scope="keys:create", status="201",
+                body=_obj(label=STR, scopes=STRS, environment=STR,
+                          idempotencyKey=IDEMPOTENCY_FIELD))),
         },
         f"{p}/apps/{{app}}/keys/{{key}}": {
             "parameters": [APP_REF, {"name": "key", "in": "path", "required": True,
@@ -150,12 +169,14 @@ def _organization_key_paths(p: str) -> dict[str, Any]:
         f"{p}/keys": {
             "get": session_op("list the organization keys (ownership `organization`, "
                               "masked previews only) of the caller's organizations."),
-            "post": session_op(
+            "post": _create_key_op(session_op(
                 "create an organization key, which may act on every app of its organization; "
                 "the secret is in this response only.", status="201",
-                body=_obj(label=STR, scopes=STRS, environment=STR, organizationId={
-                    **STR, "description": "needed only by a member of several "
-                    "organizations; another organization is organization_not_found"})),
+                body=_obj(label=STR, scopes=STRS, environment=STR,
+                          idempotencyKey=IDEMPOTENCY_FIELD, organizationId={
+                              **STR, "description": "needed only by a member of several "
+                              "organizations; another organization is "
+                              "organization_not_found"}))),
         },
         f"{p}/keys/{{key}}": {
             "parameters": [key],

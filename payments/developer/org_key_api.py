@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from payments.developer import org_keys
 from payments.developer.auth import Principal, credentials, run_as
+from payments.developer.key_idempotency import HEADER as IDEMPOTENCY_HEADER
 from payments.developer.keys import key_changes, new_key_fields, revoke_key, update_key
 from payments.developer.services import DeveloperServices
 from payments.developer.views import key_view
@@ -49,15 +50,17 @@ class OrganizationKeyApi:
 
     async def create_key(self, request: Request) -> Response:
         read_body = await json_after_auth(request)
+        idempotency_header = request.headers.get(IDEMPOTENCY_HEADER)
 
         def work(session: Session, who: Principal) -> dict[str, Any]:
             who.require_session(org_keys.ACTION)  # before the body: a grant learns nothing
             body = read_body()
-            fields = new_key_fields(body)
+            fields = new_key_fields(body, idempotency_header)
             organization = field_str(body, "organizationId", required=False, max_length=48)
             created = org_keys.create_organization_key(
                 session, who, organization_id=organization, label=fields.label,
-                scopes=fields.scopes, environment=fields.environment, now=self.s.clock())
+                scopes=fields.scopes, environment=fields.environment, now=self.s.clock(),
+                idempotency_key=fields.idempotency_key)
             # The only response that ever carries the secret.
             return {"key": key_view(created.key), "secret": created.secret}
         return JSONResponse(await self._as(request, work, self.s.limits.key_management),

@@ -57,7 +57,9 @@ def organization_key(session: Session, who: Principal, key_id: str) -> ApiKey:
 
 def create_organization_key(session: Session, who: Principal, *, organization_id: str | None,
                             label: str, scopes: list[str] | None, environment: str,
-                            now: datetime, form_token: str | None = None) -> CreatedKey:
+                            now: datetime, form_token: str | None = None,
+                            idempotency_key: str | None = None) -> CreatedKey:
     return create_key(session, organization_id=owning_organization(who, organization_id),
                       app_id=None, label=label, scopes=scopes, environment=environment,
-                      created_by=who.developer_id, now=now, form_token=form_token)
+                      created_by=who.developer_id, now=now, form_token=form_token,
+                      idempotency_key=idempotency_key)

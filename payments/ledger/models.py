@@ -216,8 +216,12 @@ class WebhookEvent(Base):
     """An event as sent (spec 2.1); retries reuse its id."""
 
     __tablename__ = "webhook_events"
+    # The attempts list pages an app's events newest first by (created_at, id): a page is
+    # read from this index, not sorted out of every event of the app. It also serves every
+    # lookup by app_id alone, so app_id has no index of its own.
+    __table_args__ = (Index("ix_webhook_events_app_created", "app_id", "created_at", "id"),)
     id: Mapped[str] = id_column(IdPrefix.EVENT)
-    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id"), index=True)
+    app_id: Mapped[str] = mapped_column(ForeignKey("apps.id"))
     type: Mapped[str] = mapped_column(String(40))
     # Indexed: a delivery's events are looked up by it (the legacy twin, fulfilment).
     delivery_id: Mapped[str | None] = mapped_column(ForeignKey("deliveries.id"), default=None,

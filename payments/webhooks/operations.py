@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
-from sqlalchemy import ColumnElement, and_, or_, select
+from sqlalchemy import ColumnElement, Select, select, tuple_
 from sqlalchemy.orm import Session
 
 from manifest.url_policy import CheckedUrl
@@ -220,21 +220,28 @@ def list_attempts(session: Session, who: Principal, ref: str,
     organization's app is still 404."""
     app = who.app(session, ref, READ)
     wanted = asked()
+    rows = session.execute(attempts_page(app.id, wanted)).all()
+    shown = rows[:wanted.limit]
+    last = shown[-1][1] if len(rows) > wanted.limit else None
+    return {"attempts": [attempt_view(a, e) for a, e in shown],
+            "nextBefore": None if last is None else next_cursor(last.created_at, last.id)}
+
+
+def attempts_page(app_id: str, wanted: AttemptFilter) -> Select[WebhookAttempt, WebhookEvent]:
+    """One page of the list and one row more (is there an older page). The order is the
+    index ``ix_webhook_events_app_created`` (app_id, created_at, id): a page is read from
+    it, newest first, instead of sorting every event of the app."""
     q = (select(WebhookAttempt, WebhookEvent)
          .join(WebhookEvent, WebhookEvent.id == WebhookAttempt.event_id)
-         .where(WebhookEvent.app_id == app.id))
+         .where(WebhookEvent.app_id == app_id))
     if wanted.status is not None:
         q = q.where(WebhookAttempt.status == wanted.status)
     if wanted.event_type is not None:
         q = q.where(WebhookEvent.type == wanted.event_type)
     if wanted.before is not None:
         q = q.where(_older(wanted.before))
-    rows = session.execute(q.order_by(WebhookEvent.created_at.desc(), WebhookEvent.id.desc())
-                           .limit(wanted.limit + 1)).all()  # one more: is there an older page
-    shown = rows[:wanted.limit]
-    last = shown[-1][1] if len(rows) > wanted.limit else None
-    return {"attempts": [attempt_view(a, e) for a, e in shown],
-            "nextBefore": None if last is None else next_cursor(last.created_at, last.id)}
+    return (q.order_by(WebhookEvent.created_at.desc(), WebhookEvent.id.desc())
+            .limit(wanted.limit + 1))
 
 
 def _older(cursor: AttemptCursor) -> ColumnElement[bool]:
@@ -242,9 +249,12 @@ def _older(cursor: AttemptCursor) -> ColumnElement[bool]:
     writes them, are told apart by id (the list's second key), so none is skipped."""
     if cursor.event_id is None:  # a bare time: everything created before it
         return WebhookEvent.created_at < cursor.created_at
-    return or_(WebhookEvent.created_at < cursor.created_at,
-               and_(WebhookEvent.created_at == cursor.created_at,
-                    WebhookEvent.id < cursor.event_id))
+    # A row comparison, not (created_at < t OR created_at = t AND id < x), which means the
+    # same: the planner reads it as the index range to start from, where the OR was a
+    # filter over every newer event of the app, so a page deep in the list cost the pages
+    # before it.
+    return tuple_(WebhookEvent.created_at, WebhookEvent.id) < (cursor.created_at,
+                                                                cursor.event_id)
 
 
 def get_attempt(session: Session, who: Principal, ref: str, attempt_ref: str) -> View:

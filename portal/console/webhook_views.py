@@ -21,6 +21,7 @@ from portal.console.layout import Nav, alert, attr, csrf_field, error_headers, n
 
 View = dict[str, Any]
 RETRYABLE = frozenset({"failed", "skipped"})
+PAGE_FIELD = "before"  # a form's hidden field: the list's page it was sent from
 
 NOTICES = {
     "saved": "Endpoint saved.",
@@ -46,8 +47,13 @@ class WebhookState:
     slug: str
     endpoint: View | None
     attempts: list[View]  # one page of the list, newest first
-    paged: bool = False  # an older page (``?before=``), not the newest events
+    before: str | None = None  # the cursor of this page (``?before=``); None: the newest
     older: str | None = None  # the list's nextBefore: the page after this one; None: last
+
+    @property
+    def paged(self) -> bool:
+        """An older page, not the newest events."""
+        return self.before is not None
 
 
 def webhook_page(nav: Nav, state: WebhookState, *, done: str | None = None,
@@ -61,7 +67,7 @@ def webhook_page(nav: Nav, state: WebhookState, *, done: str | None = None,
     else:
         e = state.endpoint
         hook = f"{base}/webhooks/{attr(e['id'])}"
-        sections = (f"{_endpoint(nav, e, hook, at('endpoint'), at('resend'))}"
+        sections = (f"{_endpoint(nav, e, hook, at('endpoint'), at('resend'), state.before)}"
                     f"{_change(nav, e, hook, problem)}{_secret(nav, e, hook, at('secret'))}"
                     f"{_test(nav, hook, at('test'))}")
     error = problem.error if problem else None
@@ -112,7 +118,8 @@ def _create(nav: Nav, base: str, error_html: str, problem: Problem | None) -> st
         "<button type=\"submit\">Create endpoint</button></form></section>")
 
 
-def _endpoint(nav: Nav, e: View, hook: str, error_html: str, resend_error: str) -> str:
+def _endpoint(nav: Nav, e: View, hook: str, error_html: str, resend_error: str,
+              before: str | None) -> str:
     enabled = e["status"] == "enabled"
     button = ("<button class=\"danger\" type=\"submit\">Disable endpoint</button>" if enabled
               else "<button type=\"submit\">Enable endpoint</button>")
@@ -128,10 +135,10 @@ def _endpoint(nav: Nav, e: View, hook: str, error_html: str, resend_error: str) 
         f"<dt>Events</dt><dd>{escape(', '.join(e['events']))}</dd></dl>"
         f"<p class=\"row\">{switch}<span class=\"hint\">A disabled endpoint keeps its secret; "
         "events that come due meanwhile are skipped.</span></p>"
-        f"{_skipped(nav, e, hook, resend_error)}</section>")
+        f"{_skipped(nav, e, hook, resend_error, before)}</section>")
 
 
-def _skipped(nav: Nav, e: View, hook: str, error_html: str) -> str:
+def _skipped(nav: Nav, e: View, hook: str, error_html: str, before: str | None) -> str:
     count = int(e["skippedWhileDisabled"])
     if not count:
         return error_html
@@ -144,7 +151,8 @@ def _skipped(nav: Nav, e: View, hook: str, error_html: str) -> str:
     return (
         f"<div id=\"skipped\" class=\"notice\" role=\"status\"><p>{text}</p>{error_html}"
         f"<form method=\"post\" action=\"{hook}/resend-skipped\">{csrf_field(nav.csrf)}"
-        f"<button type=\"submit\">Resend {count} skipped {events}</button></form>"
+        f"{page_field(before)}<button type=\"submit\">Resend {count} skipped {events}"
+        "</button></form>"
         "<p class=\"hint\">Same event ids, in the order they were created, one at a time: "
         "each is sent once the one before it has been answered.</p></div>")
 
@@ -194,7 +202,7 @@ def _deliveries(nav: Nav, base: str, state: WebhookState, error_html: str) -> st
     if not state.attempts:
         empty = "No older events." if state.paged else "No events yet."
         return f"{head}<p>{empty}</p>{pages}</section>"
-    rows = "".join(_attempt_row(nav, base, a) for a in state.attempts)
+    rows = "".join(_attempt_row(nav, base, a, state.before) for a in state.attempts)
     which = "Older events" if state.paged else "Recent events"
     return (
         f"{head}<table><caption class=\"hint\">{which}, newest first. 522: the endpoint "
@@ -217,7 +225,15 @@ def _pages(base: str, state: WebhookState) -> str:
     return f"<nav aria-label=\"Pages\" class=\"row\">{''.join(links)}</nav>" if links else ""
 
 
-def _attempt_row(nav: Nav, base: str, a: View) -> str:
+def page_field(before: str | None) -> str:
+    """The page a Retry or Resend form was shown on, so its answer goes back there rather
+    than to the newest events (``portal.console.webhooks.page_of`` reads it)."""
+    if before is None:
+        return ""
+    return f"<input type=\"hidden\" name=\"{PAGE_FIELD}\" value=\"{attr(before)}\">"
+
+
+def _attempt_row(nav: Nav, base: str, a: View, before: str | None) -> str:
     status = escape(a["status"])
     if a["inFlight"]:
         status += " (sending)"
@@ -226,7 +242,8 @@ def _attempt_row(nav: Nav, base: str, a: View) -> str:
     action = ""
     if a["status"] in RETRYABLE:
         action = (f"<form method=\"post\" action=\"{base}/webhook-attempts/"
-                  f"{attr(a['id'])}/retry\">{csrf_field(nav.csrf)}<button class=\"secondary\" "
+                  f"{attr(a['id'])}/retry\">{csrf_field(nav.csrf)}{page_field(before)}"
+                  "<button class=\"secondary\" "
                   f"type=\"submit\" aria-label=\"Retry event {attr(a['eventId'])}\">Retry"
                   "</button></form>")
     return (f"<tr><td><code>{escape(a['eventId'])}</code></td>"

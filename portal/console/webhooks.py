@@ -28,7 +28,7 @@ from payments.webhooks.services import WebhookServices
 from portal.console.app_views import Problem
 from portal.console.context import AUTH_REQUIRED, Console
 from portal.console.forms import Form, read_form
-from portal.console.webhook_views import WebhookState, secret_page, webhook_page
+from portal.console.webhook_views import PAGE_FIELD, WebhookState, secret_page, webhook_page
 
 RECENT = 50
 # Errors that leave no form to show them on: answered by Console.failure.
@@ -51,7 +51,7 @@ class WebhookPages:
         # address (400), found after the app so another organization's is still 404.
         recent = ops.list_attempts(session, who, ref, lambda: ops.AttemptFilter(
             before=attempt_cursor(before, status=400), limit=RECENT))
-        return WebhookState(app.slug, endpoint, recent["attempts"], paged=before is not None,
+        return WebhookState(app.slug, endpoint, recent["attempts"], before=before,
                             older=recent["nextBefore"])
 
     async def show(self, request: Request) -> Response:
@@ -167,7 +167,7 @@ class WebhookPages:
                 request, lambda session, who: work(session, who, ref), form=form, limit=limit)
         except ApiError as error:
             return await self._refused(request, ref, section, error, form)
-        return _back(ref, done, to)
+        return _back(ref, done, to, page_of(form))
 
     async def _refused(self, request: Request, ref: str, section: str, error: ApiError,
                        form: Form) -> Response:
@@ -176,7 +176,7 @@ class WebhookPages:
         if error.code in PAGE_ERRORS:
             return self.c.failure(request, error, back=f"/apps/{ref}/webhooks")
         values = {"url": form.get("url"), "events": ",".join(form.all("event"))}
-        return await self._show(request, ref, problem=Problem(
+        return await self._show(request, ref, before=page_of(form), problem=Problem(
             section, error, {k: v for k, v in values.items() if k in _sent(form)}))
 
 
@@ -193,11 +193,24 @@ def _change_body(form: Form) -> dict[str, Any]:
 
 
 def _sent(form: Form) -> set[str]:
-    names = set(form.fields)
+    names = set(form.fields) - {PAGE_FIELD}
     return {"url", "events"} if "url" in names else names
 
 
-def _back(ref: str, done: str, section: str) -> RedirectResponse:
-    return RedirectResponse(f"/apps/{quote(ref, safe='')}/webhooks?done={done}#{section}",
-                            status_code=303)
+def page_of(form: Form) -> str | None:
+    """The page of the list a Retry or Resend form was sent from (its ``before``), to go
+    back to; None, the newest page, for a form without one or with one the list would not
+    read: where to land afterwards is no reason to refuse the action itself."""
+    before = form.optional(PAGE_FIELD)
+    try:
+        attempt_cursor(before)
+    except ApiError:
+        return None
+    return before
+
+
+def _back(ref: str, done: str, section: str, before: str | None = None) -> RedirectResponse:
+    page = "" if before is None else f"before={quote(before, safe='')}&"
+    return RedirectResponse(f"/apps/{quote(ref, safe='')}/webhooks?{page}done={done}"
+                            f"#{section}", status_code=303)
 

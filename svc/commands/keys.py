@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from svc.backend_calls import MAX_IDEMPOTENCY_KEY
+from svc.commands.key_create import create_once, new_idempotency_key
 from svc.commands.target import app_option, app_path, client_for_app, segment
 from svc.errors import ExitCode, usage
 from svc.output import Output
@@ -39,6 +41,9 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
                         help=f"default: the four v1.2 scopes; any of {', '.join(KEY_SCOPES)}")
     create.add_argument("--env", choices=["test", "live"], default="test",
                         help="the key's environment (default test)")
+    create.add_argument("--idempotency", metavar="KEY",
+                        help="replay-safe key: a rerun with it makes no second key "
+                        "(default: a new one per run, printed if the run fails)")
     create.set_defaults(run=create_key)
     update = keys.add_parser("update", parents=[common, target],
                              help="change a key's label or scopes (needs keys:create)")
@@ -70,14 +75,18 @@ def list_keys(args: argparse.Namespace, out: Output) -> int:
 
 
 def create_key(args: argparse.Namespace, out: Output) -> int:
-    body: dict[str, Any] = {"label": args.label, "environment": args.env}
+    idempotency = args.idempotency or new_idempotency_key()
+    if not idempotency.strip() or len(idempotency) > MAX_IDEMPOTENCY_KEY:
+        raise usage(f"--idempotency must be 1 to {MAX_IDEMPOTENCY_KEY} characters.")
+    body: dict[str, Any] = {"label": args.label, "environment": args.env,
+                            "idempotencyKey": idempotency}
     if args.scopes is not None:
         body["scopes"] = args.scopes
     client, slug = client_for_app(args)
     with client:
-        created = client.call("POST", app_path(slug, "keys"), body)
+        created = create_once(client, slug, body)
     key, secret = created["key"], created["secret"]
-    out.emit({"app": slug, "key": key, "secret": secret},
+    out.emit({"app": slug, "key": key, "secret": secret, "idempotencyKey": idempotency},
              [f"Created {key_line(key)}", STORAGE_NOTE, f"  {secret}"])
     return ExitCode.OK
 

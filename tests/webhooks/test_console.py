@@ -281,6 +281,77 @@ def test_console_pages_older_events_without_skipping_those_sharing_a_time(
         assert client.get("/apps/nope/webhooks", params={"before": "x"}).status_code == 404
 
 
+RETRY_FORM = re.compile(r'<form method="post" action="(/apps/game/webhook-attempts/zwha_[0-9a-f]+'
+                        r'/retry)">(.*?)</form>')
+RESEND_FORM = re.compile(r'<form method="post" action="(/apps/game/webhooks/zwh_[0-9a-f]+'
+                         r'/resend-skipped)">(.*?)</form>')
+HIDDEN = re.compile(r'<input type="hidden" name="([a-z]+)" value="([^"]*)">')
+
+
+def sent_form(client: httpx.Client, page: str, pattern: re.Pattern[str]) -> httpx.Response:
+    """The first form ``pattern`` finds on ``page``, sent as the browser sends it: to its
+    action, with its hidden fields (the CSRF token, and the page's place in the list)."""
+    found = pattern.search(page)
+    assert found, page
+    return client.post(found.group(1), data=dict(HIDDEN.findall(found.group(2))))
+
+
+def test_retry_and_resend_go_back_to_the_page_they_were_sent_from(world: PayWorld) -> None:
+    """A purchase and 51 more events skipped while the endpoint was disabled: Retry on the
+    older page, and the Resend button shown there, come back to that page (its ``before``
+    carried through the form and the redirect), with their notice; from the newest page, to
+    the newest page. A refusal is shown on the page it came from too; a ``before`` the list
+    would not read lands on the newest page, the action done all the same."""
+    with world.sessions() as session:
+        app = session.scalars(select(App).where(App.slug == "game")).one()
+    with receiver() as hook, console(world, developer_of(world)) as client:
+        created = form(client, PAGE, {"url": hook.url, "event": "payment.delivered"})
+        hook.secret = secret_of(created)
+        with world.sessions() as session:
+            hid = session.scalars(select(WebhookEndpoint.id)).one()
+        form(client, f"{PAGE}/{hid}", {"enabled": "false"})
+        enqueue_events(world.sessions, app, 51)
+        pay(world, 1)  # the newest event, and the one a resend sends
+        wait_until(all_settled(world.sessions), what="the events skipped")
+        form(client, f"{PAGE}/{hid}", {"enabled": "true"})
+        link = OLDER_LINK.search(client.get(PAGE).text)
+        assert link is not None
+        older = link.group(1)
+        cursor = older.split("?before=", 1)[1]
+        back = f"{PAGE}?before={cursor}"
+
+        second = client.get(older).text
+        assert "Resend 1 skipped event" in second and EVENT_CELL.findall(second)
+        retried = sent_form(client, second, RETRY_FORM)
+        assert (retried.status_code, retried.headers["location"]) == (
+            303, f"{back}&done=retried#deliveries")
+        landed = client.get(retried.headers["location"])
+        assert "Retry queued" in landed.text and "Newest events</a>" in landed.text
+        assert EVENT_CELL.findall(landed.text) == EVENT_CELL.findall(second)
+
+        # A refusal (the endpoint disabled since the page was shown) is that page again.
+        form(client, f"{PAGE}/{hid}", {"enabled": "false"})
+        refused = sent_form(client, second, RESEND_FORM)
+        assert refused.status_code == 409 and "webhook_disabled" in refused.text
+        assert "Older events, newest first" in refused.text
+        assert EVENT_CELL.findall(refused.text) == EVENT_CELL.findall(second)
+        form(client, f"{PAGE}/{hid}", {"enabled": "true"})
+        resent = sent_form(client, second, RESEND_FORM)
+        assert (resent.status_code, resent.headers["location"]) == (
+            303, f"{back}&done=resent#deliveries")
+
+        # From the newest page, the newest page, as before.
+        newest = client.get(PAGE).text
+        assert 'name="before"' not in newest
+        again = sent_form(client, newest, RETRY_FORM)
+        assert again.headers["location"] == f"{PAGE}?done=retried#deliveries"
+        others = RETRY_FORM.findall(newest)[1:3]  # each retried once: none is in flight
+        assert len(others) == 2
+        for bad, (action, hidden) in zip(("yesterday", "x" * 300), others, strict=True):
+            lost = client.post(action, data={**dict(HIDDEN.findall(hidden)), "before": bad})
+            assert lost.headers["location"] == f"{PAGE}?done=retried#deliveries", bad
+
+
 def test_a_rotation_sent_while_another_commits_does_not_rotate_again(
         world: PayWorld, db_url: str) -> None:
     """The rotate form carries the ``secretCreatedAt`` its page showed. A second sending that
