@@ -6,16 +6,16 @@ the first's key once that commits); the loser learns which key the form made."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import utcnow
 from payments.developer.keys import CreatedKey, KeyAlreadyCreated, create_key
 from payments.developer.models import ApiKey
 from tests.factories import add_developer
+from tests.support.waits import wait_for_a_lock_wait
 
 TOKEN = "form-token-" + "x" * 32
 
@@ -26,18 +26,6 @@ def _create(session: Session, organization_id: str, token: str | None) -> Create
                       now=utcnow(), form_token=token)
 
 
-def _wait_for_a_lock_wait(sessions: sessionmaker[Session], db_url: str) -> None:
-    if not db_url.startswith("postgresql"):
-        time.sleep(0.3)  # SQLite: the second waits at BEGIN IMMEDIATE whatever we do
-        return
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with sessions() as probe:  # a new transaction each time: a fresh pg_stat_activity
-            if probe.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE "
-                                 "wait_event_type = 'Lock' AND datname = current_database()")):
-                return
-        time.sleep(0.02)
-    pytest.fail("the second creation never waited on the first's token")
 
 
 def test_a_second_creation_with_the_token_finds_the_first_key(
@@ -60,7 +48,7 @@ def test_a_second_creation_with_the_token_finds_the_first_key(
         made = _create(first, organization_id, TOKEN).key.id  # not committed yet
         thread = threading.Thread(target=second)
         thread.start()
-        _wait_for_a_lock_wait(sessions, db_url)
+        wait_for_a_lock_wait(sessions, db_url)
         first.commit()
     thread.join(30)
     assert failed == [] and found == [made]

@@ -15,8 +15,8 @@ from payments.db import transaction, utcnow
 from payments.developer.keys import CreatedKey, KeyAlreadyCreated, create_key
 from payments.developer.models import ApiKey
 from tests.developer.test_api import World
-from tests.developer.test_key_form_token import _wait_for_a_lock_wait
 from tests.factories import add_developer, add_owned_app
+from tests.support.waits import wait_for_a_lock_wait
 
 KEYS = "/api/developer/apps/game/keys"
 BODY = {"label": "ci", "scopes": ["orders:create", "orders:read"], "environment": "test"}
@@ -190,7 +190,7 @@ def test_a_retry_before_the_first_commits_waits_and_finds_its_key(
         made = create(first).key.id  # not committed yet
         thread = threading.Thread(target=retry)
         thread.start()
-        _wait_for_a_lock_wait(sessions, db_url)
+        wait_for_a_lock_wait(sessions, db_url)
         first.commit()
     thread.join(30)
     assert failed == [] and found == [made]

@@ -7,13 +7,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.models import App
@@ -21,6 +20,7 @@ from payments.webhooks.models import WebhookEndpoint
 from svc.webhooks import verify_webhook
 from tests.factories import add_developer
 from tests.ledger.flow import PayWorld
+from tests.support.waits import wait_for_a_lock_wait
 from tests.webhooks.kit import (
     all_settled,
     attempts,
@@ -384,19 +384,3 @@ def test_a_rotation_sent_while_another_commits_does_not_rotate_again(
     with world.sessions() as session:
         kept = session.get(WebhookEndpoint, hid)
         assert kept is not None and kept.secret_preview == "zwhsec_…abcd"  # not replaced
-
-
-def wait_for_a_lock_wait(sessions: sessionmaker[Session], db_url: str) -> None:
-    """Until another transaction waits on a row lock (PostgreSQL); SQLite's second writer
-    waits at BEGIN IMMEDIATE whatever the code does."""
-    if not db_url.startswith("postgresql"):
-        time.sleep(0.3)
-        return
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with sessions() as probe:
-            if probe.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE "
-                                 "wait_event_type = 'Lock' AND datname = current_database()")):
-                return
-        time.sleep(0.02)
-    pytest.fail("the second rotation never waited on the first")
