@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/ledger_bench.py [--charges 3000] [--concurrency 32] [--rounds 3]
                                            [--wallets 1] [--profile-charges 1000] [--dry-run]
+                                           [--pgbench-seconds N]
 
 Everything runs on 127.0.0.1 and is started (and stopped, by pid) by this script:
 
@@ -21,7 +22,9 @@ Everything runs on 127.0.0.1 and is started (and stopped, by pid) by this script
   charges, deliveries, events, attempts, idempotency records and consumed codes afterwards.
 - pgbench: ``bench/ledger/charge.sql`` in ``-M prepared`` mode, the same statements the
   route sends in one transaction per charge, against ``pgb``, with ``-c <concurrency>
-  -j 2`` for as long as the route's warm-up predicts N charges take (at least 5 s). Its
+  -j 2`` for as long as the route's warm-up predicts N charges take (at least 5 s; or
+  ``--pgbench-seconds``, which a smoke run sets to 1), after a warm-up of 3 s (at most
+  that run's length). Its
   event payload and response body are the route's own (copied after the warm-up) and it
   must leave exactly as many new rows as transactions it reports.
 
@@ -1024,9 +1027,11 @@ def benchmark(options: argparse.Namespace) -> int:
                                              "idempotency_records ORDER BY id DESC LIMIT 1"
                                              ).fetchone()[0]
             # As long as the route's warm-up predicts N charges take, at least 5 s.
-            seconds = max(5, round(options.charges / warm_route.rate))
-            log(f"warm-up: pgbench 3 s (measured runs: -T {seconds})")
-            warm_pgb = run_pgbench(pg, pgb_world, options.concurrency, 3, payload,
+            seconds = (options.pgbench_seconds
+                       or max(5, round(options.charges / warm_route.rate)))
+            warm_seconds = min(3, seconds)
+            log(f"warm-up: pgbench {warm_seconds} s (measured runs: -T {seconds})")
+            warm_pgb = run_pgbench(pg, pgb_world, options.concurrency, warm_seconds, payload,
                                    response_body, tmp)
             log(describe(warm_pgb))
             route_runs: list[Run] = []
@@ -1088,6 +1093,9 @@ def main() -> int:
     parser.add_argument("--profile-charges", type=int, default=1000,
                         help="charges to drive at a router under cProfile afterwards (0: skip)")
     parser.add_argument("--dry-run", action="store_true", help="print only, write no docs")
+    parser.add_argument("--pgbench-seconds", type=int, default=0,
+                        help="pgbench's -T per round (0: as long as the route's warm-up "
+                             "predicts --charges take, at least 5 s)")
     parser.add_argument("--serve-profiled", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.serve_profiled:
@@ -1095,9 +1103,10 @@ def main() -> int:
         return 0
     if not (100 <= options.charges <= 100_000 and 1 <= options.concurrency <= 200
             and 1 <= options.rounds <= 10 and 1 <= options.wallets <= 1000
-            and 0 <= options.profile_charges <= 20_000):
+            and 0 <= options.profile_charges <= 20_000 and 0 <= options.pgbench_seconds <= 600):
         parser.error("out of range: --charges 100..100000, --concurrency 1..200, --rounds "
-                     "1..10, --wallets 1..1000, --profile-charges 0..20000")
+                     "1..10, --wallets 1..1000, --profile-charges 0..20000, "
+                     "--pgbench-seconds 0..600")
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGALRM, _on_signal)
     signal.alarm(TIME_LIMIT)

@@ -433,7 +433,8 @@ class Setup:
 @contextmanager
 def setup(processes: int, profile: Path | None = None) -> Iterator[Setup]:
     """The upstream, Redis, and the targets: nginx (1 worker) and the router (1 process),
-    the reference, then nginx (``processes`` workers) and the router (``processes``)."""
+    the reference, then nginx (``processes`` workers) and the router (``processes``); with
+    ``profile``, the one-process pair and the reference only."""
     from tests.support.services import redis_server
 
     procs = Processes()
@@ -453,20 +454,23 @@ def setup(processes: int, profile: Path | None = None) -> Iterator[Setup]:
         base_env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         started: list[tuple[str, str, Proc, int, dict[str, Proc]]] = []
-        for count in (1, processes):
-            suffix = "" if count == 1 else "-n"
+        # Files are named by the pair's key, not its process count: with ``--processes 1``
+        # (and in the profile's setup(1)) both pairs were "1" and shared one SQLite file,
+        # where the second router's seed failed on the first's app (apps.slug).
+        pairs = [("", 1)] if profile else [("", 1), ("-n", processes)]
+        for suffix, count in pairs:
             n_port, r_port = free_port(), free_port()
             host_of[f"nginx{suffix}"] = host_of[f"router{suffix}"] = \
                 f"{SLUG}.apps.localhost:{r_port}"
-            proxy = start_nginx(procs, f"nginx proxy x{count}", tmp / f"proxy{count}",
-                                nginx_conf(tmp / f"proxy{count}", PROXY_HTTP.format(
+            proxy = start_nginx(procs, f"nginx proxy x{count}", tmp / f"proxy{suffix}",
+                                nginx_conf(tmp / f"proxy{suffix}", PROXY_HTTP.format(
                                     port=n_port, upstream_port=up_port), workers=count))
-            extra = ["--profile-out", str(profile)] if profile and count == 1 else []
+            extra = ["--profile-out", str(profile)] if profile else []
             router = procs.start(
                 f"router x{count}", [*launcher, "router", "--upstream",
                                      f"http://127.0.0.1:{up_port}", *extra],
-                tmp / f"router{count}.log", cwd=str(ROOT),
-                env={**base_env, **router_env(r_port, tmp / f"router{count}.db", redis_url,
+                tmp / f"router{suffix}.log", cwd=str(ROOT),
+                env={**base_env, **router_env(r_port, tmp / f"router{suffix}.db", redis_url,
                                               count)})
             started.append((f"nginx{suffix}", f"nginx proxy, {count} worker"
                             f"{'' if count == 1 else 's'}", proxy, n_port,
@@ -474,7 +478,7 @@ def setup(processes: int, profile: Path | None = None) -> Iterator[Setup]:
             started.append((f"router{suffix}", f"router, {count} process"
                             f"{'' if count == 1 else 'es'}", router, r_port,
                             {"proxy": router, "upstream": upstream}))
-            if count == 1:
+            if not suffix:
                 ref_port = free_port()
                 host_of["reference"] = host_of["router"]
                 reference = procs.start(

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/proxy_cases.py [--case N ...] [--rounds 3] [--duration 8]
                                           [--dry-run]
-    .venv/bin/python bench/proxy_cases.py --render-only
+    .venv/bin/python bench/proxy_cases.py --render-only [--dry-run]
 
 1. a 1 MiB answer: MB/s and proxy CPU per MB;
 2. POST of a 16 KB JSON body answered by 1 KB: req/s and p99;
@@ -18,8 +18,8 @@ checks each answers correctly before its load, and interleaves the targets for
 ratio. Each case's latest figures are kept in bench/proxy_cases.json and the whole
 "Router cases vs nginx" section of docs/BENCHMARKS.md is rendered from it (unless
 --dry-run), so rerunning one case replaces only that case; ``--render-only`` rewrites the
-section from the kept figures (after editing the profiles, say). Exit code 0 when every case
-run met its targets.
+section from the kept figures (after editing the profiles, say; with --dry-run it prints the
+section instead). Exit code 0 when every case run met its targets.
 """
 
 from __future__ import annotations
@@ -57,8 +57,11 @@ def main() -> int:
         serve_router(options.serve_router)
         return 0
     if options.render_only:
-        write_section(HEADING, render_section(load_results(RESULTS), intro(),
-                                              shared_configuration()))
+        section = render_section(load_results(RESULTS), intro(), shared_configuration())
+        if options.dry_run:  # the kept figures still render: what tests/bench checks
+            print(section)
+        else:
+            write_section(HEADING, section)
         return 0
     if not (1 <= options.duration <= 120 and 1 <= options.rounds <= 10):
         parser.error("--duration must be 1..120 and --rounds 1..10")

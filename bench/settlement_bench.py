@@ -7,7 +7,7 @@ queued. The reference, in the same process right before, sends the same shape of
 (``bench/gas_bench.py``'s ``Bench``: pre-built ``chargeBatch`` calls, no ledger) to its own
 fresh in-process EVM. The ratio is what the worker's bookkeeping costs.
 
-Usage: ``.venv/bin/python bench/settlement_bench.py [--charges N] [--dry-run]``.
+Usage: ``.venv/bin/python bench/settlement_bench.py [--charges N] [--rounds 3] [--dry-run]``.
 """
 
 from __future__ import annotations
@@ -111,10 +111,13 @@ def render(rows: list[tuple[float, float, int]], charges: int) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--charges", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--dry-run", action="store_true", help="print only")
     options = parser.parse_args()
+    if not (options.charges >= 1 and 1 <= options.rounds <= 10):
+        parser.error("out of range: --charges >= 1, --rounds 1..10")
     rows = []
-    for i in range(ROUNDS):
+    for i in range(options.rounds):
         reference = reference_round(options.charges)
         rate, batches = worker_round(options.charges)
         print(f"round {i + 1}: worker {rate:,.0f}/s ({batches} batches), "

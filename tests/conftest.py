@@ -92,10 +92,11 @@ def start_router(db_url: str) -> RouterFactory:
 
 # Modules whose module-scoped fixtures start something costly (a whole cluster, an image, a
 # node): under pytest-xdist (scripts/test.sh runs ``-n 2 --dist loadgroup``) each module's
-# tests stay on one worker, so that fixture starts once, not once per worker.
+# tests stay on one worker, so that fixture starts once, not once per worker. The bench
+# smoke tests each load the box with a whole bench: one worker runs them one at a time.
 _ONE_WORKER = ("tests.deploy.", "tests.chain.test_json_rpc",
                "tests.router.test_auth_return_browser", "tests.router.test_proxy_streaming",
-               "tests.unit.test_topology_figures")
+               "tests.unit.test_topology_figures", "tests.bench.test_benches_run")
 
 
 def pytest_configure(config: pytest.Config) -> None:

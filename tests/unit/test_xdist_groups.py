@@ -18,6 +18,8 @@ def test_only_the_listed_modules_are_grouped() -> None:
     assert one_worker_group("tests/deploy/test_topology.py::test_x") == "tests.deploy.test_topology"
     assert one_worker_group("tests/chain/test_json_rpc.py::test_y[a]") == (
         "tests.chain.test_json_rpc")
+    assert one_worker_group("tests/bench/test_benches_run.py::test_gas_bench") == (
+        "tests.bench.test_benches_run")
     assert one_worker_group("tests/chain/test_settlement.py::test_z") is None
 
 
