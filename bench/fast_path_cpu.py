@@ -31,6 +31,7 @@ import gc
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -289,6 +290,7 @@ def against(rev: str, rounds: int, requests: int, dry_run: bool) -> None:
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(there)], cwd=ROOT,
                        check=False)
+        shutil.rmtree(there.parent, ignore_errors=True)  # the temporary directory it was in
     lines = [
         HEADING, "",
         f"Run {info['date']} on `{info['uname -m']}`, nproc {info['nproc']}, Python "
