@@ -40,7 +40,7 @@ _SECRET_KEYS = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|"
     r"credentials?|mnemonic|seed[_-]?phrase)\s*\Z")  # "password\n" is still a password
 # What a revision shows in place of a value that looks like a secret (an op's before value
-# set outside config), or of a credential a URL carried (migration 0016 withheld those of
+# set outside config), or of a credential a URL carried (migration 0018 withheld those of
 # revisions recorded before the guard refused them).
 WITHHELD = "[withheld: looks like a secret]"
 # A URL anywhere in a string, up to whitespace or a quote: config revisions would keep a

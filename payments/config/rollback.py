@@ -8,7 +8,7 @@ kept (or whose state was not recordable) has only the document as sent: its roll
 applies that, in its own mode, as rollbacks always did, and the plan says that fields and
 resources the document left out keep their current values. Refusing instead would take
 away the only undo such a revision has; the plan shows exactly what it will do. A revision
-whose credentials in URLs were withheld (migration 0016) is refused outright
+whose credentials in URLs were withheld (migration 0018) is refused outright
 (``config_revision_withheld``): restoring it would write the mark where they were.
 """
 
@@ -50,7 +50,7 @@ def rollback_target(revision: ConfigRevision, app: App) -> RollbackTarget:
 
 def _refuse_withheld(revision: ConfigRevision, document: dict[str, Any]) -> None:
     """A credential this revision recorded in a URL (before the guard refused them) was
-    withheld by migration 0016: restoring it would write the mark where the credential was,
+    withheld by migration 0018: restoring it would write the mark where the credential was,
     a webhook or Entry URL, a product's fulfillment config. Refused, by path, before the
     guard, whose own refusal of the mark would not say where it came from."""
     paths = withheld_paths(document)

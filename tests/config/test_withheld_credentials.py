@@ -1,5 +1,5 @@
 """Credentials riding in URLs that revisions recorded before the secret guard refused them
-(docs/config.md, "No secrets, ever"): withheld by the guard's own rule, by migration 0016 on
+(docs/config.md, "No secrets, ever"): withheld by the guard's own rule, by migration 0018 on
 SQLite and PostgreSQL, and a rollback to a revision that held one is refused, over HTTP."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_the_guard_refuses_the_mark_itself() -> None:
     assert "mark of a withheld secret" in problems[0].message
 
 
-def test_migration_0016_withholds_what_old_revisions_recorded(db_url: str) -> None:
+def test_migration_0018_withholds_what_old_revisions_recorded(db_url: str) -> None:
     engine = make_engine(db_url)
     sessions = make_sessionmaker(engine)
     try:
@@ -143,7 +143,7 @@ def test_migration_0016_withholds_what_old_revisions_recorded(db_url: str) -> No
         before = stored(engine)
         assert all("hunter22" in str(column) for column in before[FIRST][:3])
 
-        migrate.downgrade(engine, "0015")  # 0016 is data only: its downgrade changes nothing
+        migrate.downgrade(engine, "0017")  # 0018 is data only: its downgrade changes nothing
         assert stored(engine) == before
         migrate.upgrade(engine)
         after = stored(engine)
@@ -157,7 +157,7 @@ def test_migration_0016_withholds_what_old_revisions_recorded(db_url: str) -> No
                 assert [s for s in found if url_credential_in(s) is not None] == []
             assert session.scalar(select(func.count()).select_from(ConfigRevision)) == 204
 
-        migrate.downgrade(engine, "0015")  # and again: nothing left to withhold
+        migrate.downgrade(engine, "0017")  # and again: nothing left to withhold
         migrate.upgrade(engine)
         assert stored(engine) == after
     finally:
@@ -167,7 +167,7 @@ def test_migration_0016_withholds_what_old_revisions_recorded(db_url: str) -> No
 def test_a_rollback_to_a_revision_whose_credentials_were_withheld_is_refused(
         world: World, console: Api, db_url: str) -> None:
     """A webhook URL with a ?token= was recorded by a server before the URL rule (the webhook
-    API takes one, and a config file could declare it); after 0016 it reads WITHHELD, and a
+    API takes one, and a config file could declare it); after 0018 it reads WITHHELD, and a
     rollback to that revision would write the mark as the URL: it is refused, and says why."""
     first = console.apply(config()).json()["revision"]
     second = console.apply(second_config())
@@ -182,7 +182,7 @@ def test_a_rollback_to_a_revision_whose_credentials_were_withheld_is_refused(
             for name in ("config", "state", "ops")}))
     engine = make_engine(db_url)
     try:
-        migrate.downgrade(engine, "0015")
+        migrate.downgrade(engine, "0017")
         migrate.upgrade(engine)
     finally:
         engine.dispose()

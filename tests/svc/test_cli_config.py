@@ -322,7 +322,7 @@ def test_revisions_and_rollback(world: World) -> None:
 
 def test_rollback_to_a_revision_whose_credentials_were_withheld_is_refused(
         world: World) -> None:
-    """A revision recorded with a ?token= in its webhook URL, as migration 0016 leaves it:
+    """A revision recorded with a ?token= in its webhook URL, as migration 0018 leaves it:
     the rollback's plan is refused, exit 2, naming the path; nothing is applied."""
     signed_in(world, CONFIG_SCOPES)
     write_config(world, game_config())

@@ -1,7 +1,7 @@
 """config_revisions: credentials in URLs, recorded before the guard refused them, are withheld
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-11-27
 
 Since the secret guard finds credentials in URLs (a password in the user part, a signed or
@@ -32,8 +32,8 @@ from alembic import op
 
 from payments.config.document import withhold_url_credentials
 
-revision = '0016'
-down_revision = '0015'
+revision = '0018'
+down_revision = '0017'
 branch_labels = None
 depends_on = None
 
