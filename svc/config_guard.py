@@ -34,6 +34,9 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
 _SECRET_PARAMS = re.compile(r"(?i:(?:[A-Za-z0-9._-]*[_-])?sig(?:nature)?|key|auth)")
 _PLAIN_PARAM = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What the service shows in place of a secret (a revision's withheld credentials): it stands
+# for a value that is not there, and applying it would write the mark where that value was.
+WITHHELD = "[withheld: looks like a secret]"
 
 
 def json_path(parts: list[str | int]) -> str:
@@ -77,6 +80,8 @@ def _secret_in(text: str) -> str | None:
     what = next((what for pattern, what in _SECRET_VALUES if pattern.search(text)), None)
     if what is not None:
         return what
+    if WITHHELD in text:  # before URLs: the service reads the mark as no credential
+        return f"the mark of a withheld secret ('{WITHHELD}'), not the value it stood for"
     return next((w for url in _URL.findall(text) if (w := _url_credential(url))), None)
 
 

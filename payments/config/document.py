@@ -39,9 +39,15 @@ _SECRET_KEYS = re.compile(
     r"(?:^|[_-]|(?<=[a-z0-9])(?=[A-Z]))"
     r"(?i:pass(?:word|wd|phrase)?|secret|token|api[_-]?key|private[_-]?key|"
     r"credentials?|mnemonic|seed[_-]?phrase)\s*\Z")  # "password\n" is still a password
+# What a revision shows in place of a value that looks like a secret (an op's before value
+# set outside config), or of a credential a URL carried (migration 0018 withheld those of
+# revisions recorded before the guard refused them).
+WITHHELD = "[withheld: looks like a secret]"
 # A URL anywhere in a string, up to whitespace or a quote: config revisions would keep a
 # credential riding in one (a password in its user part, a signed or secret parameter).
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
+# WITHHELD standing in for one is read as part of the URL, spaces and all.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(?:" + re.escape(WITHHELD)
+                  + r"|[^\s\"'<>`])+")
 # Query or fragment parameters that carry a credential, besides those named like one
 # (_SECRET_KEYS: token, access_token, api_key, X-Amz-Security-Token, ...): signatures of
 # signed URLs (sig, signature, X-Amz-Signature, X-Goog-Signature), and key= and auth=.
@@ -118,9 +124,6 @@ def refuse_secrets(value: Any, what: str = "The config") -> None:
                        errors=[p.as_dict() for p in problems])
 
 
-WITHHELD = "[withheld: looks like a secret]"
-
-
 def withhold_secrets(value: Any) -> Any:
     """``value`` with each string the guard would refuse replaced by :data:`WITHHELD` (an
     object with a key that looks like one, whole): what a plan's diff may show and a
@@ -149,11 +152,22 @@ def _problem(path: list[str | int], what: str) -> Problem:
 
 
 def secret_in(text: str) -> str | None:
-    """What secret ``text`` looks like it holds (never the secret itself), or None."""
+    """What secret ``text`` looks like it holds (never the secret itself), or None. WITHHELD
+    is refused too: it stands for a value that is gone, and applying it would write the mark
+    where that value was."""
     if _ANY_SECRET_VALUE.search(text):  # one pass for the common case: nothing
         for _, pattern, what in _SECRET_VALUES:
             if pattern.search(text):
                 return what
+    if (carried := url_credential_in(text)) is not None:
+        return carried
+    if WITHHELD in text:
+        return f"the mark of a withheld secret ('{WITHHELD}'), not the value it stood for"
+    return None
+
+
+def url_credential_in(text: str) -> str | None:
+    """The credential a URL in ``text`` carries, described, or None (one withheld is none)."""
     if "://" in text:
         for url in _URL.findall(text):
             if (carried := url_credential(url)) is not None:
@@ -165,18 +179,92 @@ def url_credential(url: str) -> str | None:
     """The credential ``scheme://...`` carries, described, or None: a password in its user
     part, or a non-empty signature, token or key among its query or fragment parameters
     (OAuth's implicit flow puts ``access_token`` in the fragment)."""
-    rest = url.partition("://")[2]
-    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
-    userinfo, at, _ = authority.rpartition("@")
-    if at and userinfo.partition(":")[2]:
+    _, authority, tail = _url_parts(url)
+    if _userinfo_credential(authority) is not None:
         return "a URL with a password in it (user:password@host)"
-    before_fragment, _, fragment = rest[len(authority):].partition("#")
-    for part in (before_fragment.partition("?")[2], fragment):
-        for name, value in parse_qsl(part, keep_blank_values=True):
-            if value.strip() and (_SECRET_PARAMS.fullmatch(name) or _SECRET_KEYS.search(name)):
-                named = f"its '{name}' parameter" if _PLAIN_PARAM.fullmatch(name) else "a parameter"
-                return f"a signed or secret URL (a credential in {named})"
+    _, _, query, _, fragment = _url_tail(tail)
+    for piece in [*query.split("&"), *fragment.split("&")]:
+        if (name := _secret_parameter(piece)) is not None:
+            named = f"its '{name}' parameter" if _PLAIN_PARAM.fullmatch(name) else "a parameter"
+            return f"a signed or secret URL (a credential in {named})"
     return None
+
+
+def withhold_url_credentials(value: Any) -> Any:
+    """``value`` (JSON: a string, or any object keys and strings within) with the credential
+    each URL in it carries, by :func:`url_credential`'s rule, replaced by WITHHELD: a user
+    part holding a password (the whole user part), the value of each secret parameter.
+    Everything else is kept character for character, and what holds none is returned as it
+    is; WITHHELD is no credential, so a second pass changes nothing. Two object keys that
+    come out the same are one key after it (the later's value), as JSON objects go."""
+    if isinstance(value, dict):
+        return {withhold_url_credentials(key): withhold_url_credentials(item)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [withhold_url_credentials(item) for item in value]
+    if isinstance(value, str) and "://" in value:
+        return _URL.sub(lambda found: _withheld_url(found.group()), value)
+    return value
+
+
+def _withheld_url(url: str) -> str:
+    head, authority, tail = _url_parts(url)
+    if (userinfo := _userinfo_credential(authority)) is not None:
+        authority = WITHHELD + authority[len(userinfo):]
+    path, question, query, hash_, fragment = _url_tail(tail)
+    return (head + authority + path + question + _withheld_parameters(query) + hash_
+            + _withheld_parameters(fragment))
+
+
+def _withheld_parameters(part: str) -> str:
+    return "&".join(piece if _secret_parameter(piece) is None
+                    else f"{piece.partition('=')[0]}={WITHHELD}" for piece in part.split("&"))
+
+
+def _url_parts(url: str) -> tuple[str, str, str]:
+    """``scheme://``, the authority (``user:password@host:port``) and what follows it."""
+    scheme, separator, rest = url.partition("://")
+    authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    return scheme + separator, authority, rest[len(authority):]
+
+
+def _url_tail(tail: str) -> tuple[str, str, str, str, str]:
+    """A URL's path, ``?``, query, ``#`` and fragment (the separators empty when absent)."""
+    before_fragment, hash_, fragment = tail.partition("#")
+    path, question, query = before_fragment.partition("?")
+    return path, question, query, hash_, fragment
+
+
+def _userinfo_credential(authority: str) -> str | None:
+    """The authority's user part when it holds a password (a user name alone is fine)."""
+    userinfo, at, _ = authority.rpartition("@")
+    if at and userinfo != WITHHELD and userinfo.partition(":")[2]:
+        return userinfo
+    return None
+
+
+def _secret_parameter(piece: str) -> str | None:
+    """The name of the query or fragment parameter ``piece`` (``name=value``, as
+    ``parse_qsl`` reads it: ``p%61ssword`` is ``password``) when its value is a credential:
+    non-empty, not WITHHELD, under a signature's or a secret's name."""
+    for name, value in parse_qsl(piece, keep_blank_values=True):
+        if (value.strip() and value != WITHHELD
+                and (_SECRET_PARAMS.fullmatch(name) or _SECRET_KEYS.search(name))):
+            return name
+    return None
+
+
+def withheld_paths(value: Any, path: tuple[str | int, ...] = ()) -> list[str]:
+    """The JSON path of each string in ``value`` holding WITHHELD (an object's, for a key)."""
+    if isinstance(value, dict):
+        here = [json_path(list(path))] if any(
+            isinstance(key, str) and WITHHELD in key for key in value) else []
+        return here + [found for key, item in value.items()
+                       for found in withheld_paths(item, (*path, str(key)))]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value)
+                for found in withheld_paths(item, (*path, index))]
+    return [json_path(list(path))] if isinstance(value, str) and WITHHELD in value else []
 
 
 def rule_problems(document: dict[str, Any]) -> list[Problem]:

@@ -126,8 +126,10 @@ def config_paths() -> dict[str, Any]:
     rollback = _op("Restore the app as an earlier revision left it (its recorded state, in "
                    "mirror mode: what it does not list is disabled), as a new revision; a "
                    "revision recorded before states were kept has its config re-applied as "
-                   "sent, in its mode, with a warning (rollback_without_state). Plan it "
-                   "first with POST /api/developer/config/plan {revision}.", WRITE,
+                   "sent, in its mode, with a warning (rollback_without_state); one whose "
+                   "credentials in URLs were withheld (migration 0018) is refused, 422 "
+                   "config_revision_withheld. Plan it first with POST "
+                   "/api/developer/config/plan {revision}.", WRITE,
                    "ConfigApplied", status="201", body={
                        "type": "object", "required": ["revision", "baseRevision"],
                        "properties": {"revision": REV, "baseRevision": NREV,

@@ -7,7 +7,9 @@ disabled, so the app is as that revision left it. A revision recorded before sta
 kept (or whose state was not recordable) has only the document as sent: its rollback
 applies that, in its own mode, as rollbacks always did, and the plan says that fields and
 resources the document left out keep their current values. Refusing instead would take
-away the only undo such a revision has; the plan shows exactly what it will do.
+away the only undo such a revision has; the plan shows exactly what it will do. A revision
+whose credentials in URLs were withheld (migration 0018) is refused outright
+(``config_revision_withheld``): restoring it would write the mark where they were.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from payments.config.document import WITHHELD, withheld_paths
 from payments.config.models import ConfigRevision
+from payments.errors import ApiError
 from payments.models import App, RuntimeStatus
 
 STATE_MODE = "mirror"  # a state lists everything active; what it leaves out is disabled
@@ -29,7 +33,9 @@ class RollbackTarget:
 
 
 def rollback_target(revision: ConfigRevision, app: App) -> RollbackTarget:
-    """The document and mode a rollback to ``revision`` plans, under the app's slug now."""
+    """The document and mode a rollback to ``revision`` plans, under the app's slug now;
+    ``config_revision_withheld`` when what it would restore had a credential withheld."""
+    _refuse_withheld(revision, revision.config if revision.state is None else revision.state)
     if revision.state is None:
         return RollbackTarget(_named(revision.config, app.slug), revision.mode, [{
             "code": "rollback_without_state", "key": revision.id,
@@ -40,6 +46,25 @@ def rollback_target(revision: ConfigRevision, app: App) -> RollbackTarget:
                        "keep their current values."}])
     document = _named(revision.state, app.slug)
     return RollbackTarget(document, STATE_MODE, _kept(document, app, revision.number))
+
+
+def _refuse_withheld(revision: ConfigRevision, document: dict[str, Any]) -> None:
+    """A credential this revision recorded in a URL (before the guard refused them) was
+    withheld by migration 0018: restoring it would write the mark where the credential was,
+    a webhook or Entry URL, a product's fulfillment config. Refused, by path, before the
+    guard, whose own refusal of the mark would not say where it came from."""
+    paths = withheld_paths(document)
+    if paths:
+        raise ApiError(
+            "config_revision_withheld", 422, f"Revision {revision.number} recorded credentials "
+            "in URLs (before the secret guard refused them), and they were withheld from it "
+            f"since: a rollback to it would write '{WITHHELD}' where they were "
+            f"({len(paths)} place{'s' if len(paths) > 1 else ''}, listed in errors), so it is "
+            "refused. Nothing was changed. To go back to it, apply a config with the values "
+            "you want, keeping credentials in your deployment's environment.",
+            errors=[{"path": path, "code": "config_revision_withheld",
+                     "message": "A credential recorded here was withheld from this revision."}
+                    for path in paths])
 
 
 def _named(document: dict[str, Any], slug: str) -> dict[str, Any]:

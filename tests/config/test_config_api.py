@@ -14,6 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import select, update
 
+from payments.config.document import WITHHELD
 from payments.config.models import ConfigRevision
 from payments.db import transaction
 from payments.models import App, Product, ProductStatus
@@ -315,6 +316,9 @@ SECRETS: dict[str, tuple[str, Any, str]] = {
                               "$.metadata.docs[0]"),
     "a URL as a key": ("metadata", {"mirrors": {"https://ops:hunter22@game.example.com/": 1}},
                        "$.metadata.mirrors"),
+    # The mark of a withheld secret, copied from a revision: it stands for a value not there.
+    "a withheld mark": ("webhooks", [{"url": f"https://game.example.com/hook?token={WITHHELD}"}],
+                        "$.webhooks[0].url"),
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from payments.config.document import WITHHELD
 from payments.config.models import ConfigRevision
 from payments.models import App, Product, ProductStatus
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
@@ -317,6 +318,29 @@ def test_revisions_and_rollback(world: World) -> None:
     same = run(world, "config", "rollback", first["id"], "--yes")
     assert same.returncode == 0 and "Nothing to apply" in same.stdout
     assert revision_count(world) == 3
+
+
+def test_rollback_to_a_revision_whose_credentials_were_withheld_is_refused(
+        world: World) -> None:
+    """A revision recorded with a ?token= in its webhook URL, as migration 0018 leaves it:
+    the rollback's plan is refused, exit 2, naming the path; nothing is applied."""
+    signed_in(world, CONFIG_SCOPES)
+    write_config(world, game_config())
+    first = ok(world, "config", "apply", "--yes")["applied"]["revision"]
+    write_config(world, with_price(game_config(), "150"))
+    ok(world, "config", "apply", "--yes")
+    with world.sessions() as session, session.begin():
+        row = session.get(ConfigRevision, first["id"])
+        assert row is not None and row.state is not None
+        state = json.loads(json.dumps(row.state).replace(HOOK, f"{HOOK}?token={WITHHELD}"))
+        session.execute(update(ConfigRevision).where(ConfigRevision.id == row.id)
+                        .values(state=state))
+    shown = run(world, "config", "revisions", first["id"]).stdout
+    assert f"?token={WITHHELD}" in shown
+    error = refused(world, "config", "rollback", first["id"], "--yes", exit_code=2)
+    assert error["code"] == "config_revision_withheld" and "Revision 1" in error["message"]
+    assert [e["path"] for e in error["errors"]] == ["$.webhooks[0].url"]
+    assert revision_count(world) == 2
 
 
 def test_rollback_restores_what_the_old_file_left_out(world: World) -> None:
