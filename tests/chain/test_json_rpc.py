@@ -601,7 +601,7 @@ def test_a_servers_own_key_is_checked_for_the_reads_only(node: HardhatNode) -> N
     signing = own.readiness()
     assert signing.status == "down"
     assert signing.detail["problems"] == ["the relayer key is not a relayer of the spender",
-                                          "the relayer has no gas money"]
+                                          "the relayer key has no gas money"]
     reads = own.readiness(sends=False)
     assert reads.status == "ok", reads.detail
     assert "relayer" not in reads.detail and "relayerBalanceWei" not in reads.detail
