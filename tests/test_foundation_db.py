@@ -94,7 +94,7 @@ def test_listing_review_migration(db_url: str) -> None:
 
 
 def test_relayer_and_deploy_actions_migration(db_url: str) -> None:
-    """0016: operator_actions takes the relayer and deploy records; a downgrade drops them
+    """0019: operator_actions takes the relayer and deploy records; a downgrade drops them
     (its constraint cannot hold them) and keeps the others."""
     engine = make_engine(db_url)
     sessions = make_sessionmaker(engine)
@@ -105,7 +105,7 @@ def test_relayer_and_deploy_actions_migration(db_url: str) -> None:
             for kind in (*added, OperatorActionKind.ALLOWLIST_ADD):
                 session.add(OperatorAction(operator="dora", action=kind, subject="0x" + "ab" * 20,
                                            created_at=utcnow()))
-        migrate.downgrade(engine, "0015")
+        migrate.downgrade(engine, "0018")
         with engine.connect() as conn:
             kept = conn.execute(text("SELECT action FROM operator_actions")).scalars().all()
             assert kept == ["allowlist_add"]

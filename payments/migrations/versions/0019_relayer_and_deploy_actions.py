@@ -1,7 +1,7 @@
 """operator actions: relayer changes and contract deploys
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0019
+Revises: 0018
 Create Date: 2026-11-27
 
 ``operator_actions.action`` gains ``relayer_add`` and ``relayer_remove`` (``svc-ops relayer
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = '0016'
-down_revision = '0015'
+revision = '0019'
+down_revision = '0018'
 branch_labels = None
 depends_on = None
 
