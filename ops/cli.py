@@ -1,12 +1,14 @@
-"""``svc-ops``: operator commands: database migrations, the chain (``ops.chain``), runtime
-domains and the kill switch (``ops.runtime``), reviews (hosted app, pay_to, portal listing)
-and the audit log (``ops.review``), the webhook dispatcher (``ops.webhooks``).
+"""``svc-ops``: operator commands: database migrations, the chain (``ops.chain``, its relayers
+``ops.relayers`` and the contract's deploy ``ops.contract``), runtime domains and the kill
+switch (``ops.runtime``), reviews (hosted app, pay_to, portal listing) and the audit log
+(``ops.review``), the webhook dispatcher (``ops.webhooks``).
 
 Settings are checked for what the commands use, not for what a server needs
 (``load_settings(role="operator")``): ``svc-ops migrate`` runs with ``SVCSRV_DATABASE_URL``
 alone, also in production. Every command uses the database, so production refuses an
 unset ``SVCSRV_DATABASE_URL`` (it would be a new SQLite file in the working directory) and
-dev says on stderr which SQLite file it uses.
+dev says on stderr which SQLite file it uses. Log lines go to stderr (ops/logs.py):
+warnings and up, and INFO with ``--verbose``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ops import chain, review, runtime, schema, webhooks
+from ops import chain, contract, relayers, review, runtime, schema, webhooks
+from ops.logs import stderr_logging
+from ops.owner_tx import OpsError
 from payments.chain.gateway import ChainError
 from payments.db import make_engine, make_sessionmaker
 from payments.errors import ApiError
@@ -31,6 +35,8 @@ from router.settings_checks import require_secret_key
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="svc-ops")
+    parser.add_argument("--verbose", action="store_true",
+                        help="log at INFO on stderr (default: warnings and errors)")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("migrate", help="upgrade the database schema")
     up.add_argument("--revision", default="head")
@@ -38,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     down.add_argument("revision")
     sub.add_parser("db-revision", help="print the current and latest schema revisions")
     chain.add_parsers(sub)
+    relayers.add_parsers(sub)
+    contract.add_parsers(sub)
     runtime.add_parsers(sub)
     review.add_parsers(sub)
     webhooks.add_parsers(sub)
@@ -50,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if settings.database_url == DEV_DATABASE_URL:
         print(dev_database_warning(), file=sys.stderr, flush=True)
+    with stderr_logging(settings, verbose=args.verbose):
+        return run(args, settings)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
                          max_overflow=settings.db_max_overflow)
     try:
@@ -58,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
             schema.require_usable(engine, f"{args.command} run")
         if args.command in ("allowlist", "chain"):
             return chain.run(args, settings, make_sessionmaker(engine))
+        if args.command == "relayer":
+            return relayers.run(args, settings, make_sessionmaker(engine))
+        if args.command == "contract":
+            return contract.run(args, settings, make_sessionmaker(engine))
         if args.command in ("domain", "kill-switch"):
             return runtime.run(args, settings, make_sessionmaker(engine))
         if args.command == "webhooks":
@@ -65,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("review", "pay-to", "listing", "actions", "notifications"):
             return review.run(args, settings, make_sessionmaker(engine))
         return schema.run(args, engine)  # migrate, downgrade, db-revision
-    except (chain.OpsError, schema.SchemaRefused) as exc:
+    except (OpsError, schema.SchemaRefused) as exc:
         print(f"svc-ops: {exc}", file=sys.stderr)
         return 2
     except ApiError as exc:  # an operator decision the state does not allow
@@ -76,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         engine.dispose()
-    return 0
 
 
 def check_command(args: argparse.Namespace, settings: Settings) -> None:

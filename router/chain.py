@@ -11,8 +11,9 @@ from payments.chain.allowlist import ledger_allowed, mirror_to_dev_chain, sync_a
 from payments.chain.batching import BatchPolicy
 from payments.chain.gateway import ChainError, ChainGateway
 from payments.chain.in_process import InProcessChain
-from payments.chain.json_rpc import JsonRpcChain
+from payments.chain.json_rpc import JsonRpcChain, read_only
 from payments.chain.params import ChainParams
+from payments.chain.reader import ChainReader
 from payments.chain.relayer import OnRelayed, no_hook
 from payments.chain.workers import BackgroundWorkers, ChainCycle
 from router.settings import Settings
@@ -38,6 +39,15 @@ def open_chain(settings: Settings, params: ChainParams,
     except ChainError as exc:  # the node may be down now; statusz and `svc-ops` tell
         log.warning("allowlist sync at start failed: %s", exc)
     return chain
+
+
+def open_reads(settings: Settings, params: ChainParams) -> ChainReader | None:
+    """The JSON-RPC chain's reads, for a server without a relayer key: /statusz tells the
+    node's state and the missing key apart (router/health.py). No request is made here."""
+    if settings.chain_backend != "json_rpc" or settings.chain_rpc_url is None:
+        return None
+    return read_only(settings.chain_rpc_url, params, confirmations=settings.chain_confirmations,
+                     max_fee_per_gas=settings.chain_max_fee_per_gas)
 
 
 def start_workers(settings: Settings, sessions: sessionmaker[Session],

@@ -11,7 +11,8 @@ from router.settings import Settings
 def chain_params(settings: Settings) -> ChainParams:
     if settings.chain_backend == "in_process":
         return in_process_params()
-    assert settings.spender_address is not None  # Settings requires it for json_rpc
+    # check_server requires it of a server, ops/chain.py of each chain command
+    assert settings.spender_address is not None
     return ChainParams(chain_id=settings.chain_id, token=settings.usdc_address,
                        token_name=settings.usdc_name, token_version=settings.usdc_version,
                        spender=settings.spender_address,

@@ -20,6 +20,7 @@ from router.dev import DEMO_SLUG, seed_demo
 from router.dev_backend import seed_demo_backend
 from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
 from router.fast_protocol import http_protocol
+from router.log_lines import LOG_FORMAT
 from router.processes import Supervisor
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 from router.settings_checks import production_warnings
@@ -124,7 +125,7 @@ def report_mode(settings: Settings) -> None:
 
 
 def configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
 
 
 def dev_settings(port: int) -> Settings:

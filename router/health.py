@@ -14,7 +14,7 @@ from payments import migrate
 from payments.chain.heartbeat import Heartbeat, heartbeats, stale_after
 from payments.db import utcnow
 from router.resources import Resources
-from router.settings import Settings
+from router.settings import ENV_PREFIX, Settings
 
 
 async def healthz(request: Request) -> JSONResponse:
@@ -79,8 +79,7 @@ class Status:
         chain = self._resources.chain
         backend = self._settings.chain_backend
         if chain is None:
-            return {"status": "down", "backend": backend,
-                    "detail": "no relayer key: nothing is relayed or settled"}
+            return await self._chain_without_key(backend)
         try:
             # Without chain workers this process signs nothing: its key is not the relayer's
             # (docs/deploy.md), so only the reads are checked; chainWorker tells of the
@@ -93,8 +92,40 @@ class Status:
         status = readiness.status
         if status == "ok" and backend == "in_process":
             status = "embedded"  # a real EVM, inside this process: nothing to reach
-        return {"status": status, "backend": backend,
-                "workers": self._settings.chain_workers, **readiness.detail}
+        found = {"status": status, "backend": backend, "workers": self._settings.chain_workers,
+                 **readiness.detail}
+        if backend == "json_rpc":
+            found["relayerKey"] = "configured"
+        return found
+
+    async def _chain_without_key(self, backend: str) -> dict[str, Any]:
+        """A JSON-RPC chain and no relayer key: the node's reads say whether the chain is
+        up, and ``relayerKey`` says the key is missing. Without it a server with chain
+        workers relays and settles nothing (``not_configured``, required); one without them
+        needs none to serve (the relayer is `svc-ops chain run`'s)."""
+        reads = self._resources.chain_reads
+        found: dict[str, Any] = {"status": "down", "backend": backend,
+                                 "workers": self._settings.chain_workers,
+                                 "relayerKey": "not_configured"}
+        if reads is None:
+            return {**found, "detail": "not started"}
+        try:
+            readiness = await asyncio.wait_for(asyncio.to_thread(reads.readiness_of), timeout=3)
+        except Exception as exc:
+            return {**found, "detail": type(exc).__name__}
+        found.update(status=readiness.status, **readiness.detail)
+        if readiness.status != "ok":
+            return found
+        if self._settings.chain_workers:
+            found.update(status="not_configured", detail=(
+                f"the node answers, but {ENV_PREFIX}RELAYER_KEY is unset and this server runs "
+                "the chain workers: nothing is relayed or settled"))
+        else:
+            found["detail"] = (f"the node answers; {ENV_PREFIX}RELAYER_KEY is unset: this "
+                               "server signs nothing (`svc-ops chain run` relays and settles) "
+                               "and the portal's wallet reads (permit nonce, USDC balance) "
+                               "are unavailable")
+        return found
 
     async def _chain_worker(self) -> dict[str, Any]:
         """The age of the chain workers' heartbeats (payments/chain/heartbeat.py). Required

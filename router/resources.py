@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.gateway import ChainGateway
+from payments.chain.reader import ChainReader
 from payments.chain.workers import BackgroundWorkers
 from payments.ratelimit import RateLimiter
 from router.app_directory import AppDirectory
@@ -32,6 +33,9 @@ class Resources:
     directory: AppDirectory | None = None
     limiter: RateLimiter | None = None
     chain: ChainGateway | None = None
+    # A JSON-RPC chain with no relayer key has no gateway, only its reads: /statusz asks them
+    # so that a node that answers is not reported down for the key that is missing.
+    chain_reads: ChainReader | None = None
     workers: BackgroundWorkers | None = None
     # Whose certificates developer origins must present (proxy and runtime verification);
     # None: the system trust store. Tests set their own CA.

@@ -239,9 +239,11 @@ class Settings:
         if self.chain_backend not in ("in_process", "json_rpc"):
             raise SettingsError(f"{variable('chain_backend')} must be 'in_process' or "
                                 "'json_rpc'")
-        if self.chain_backend == "json_rpc" and not (self.chain_rpc_url and self.spender_address):
-            raise SettingsError(f"the json_rpc chain needs {ENV_PREFIX}CHAIN_RPC_URL and "
-                                f"{ENV_PREFIX}SPENDER_ADDRESS")
+        # The spender is a server's need (check_server) and each chain command's
+        # (ops/chain.py), not every process's: `svc-ops contract deploy` runs before there
+        # is one, to make it.
+        if self.chain_backend == "json_rpc" and not self.chain_rpc_url:
+            raise SettingsError(f"the json_rpc chain needs {ENV_PREFIX}CHAIN_RPC_URL")
         require_url("chain_rpc_url", self.chain_rpc_url, ("http", "https"))
         require_address("usdc_address", self.usdc_address)
         require_address("spender_address", self.spender_address)

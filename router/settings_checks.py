@@ -58,18 +58,23 @@ def require_address(name: str, value: str | None) -> None:
 
 def require_private_key(name: str, value: str | None) -> None:
     """A secp256k1 private key: 32 bytes of hex, with or without 0x. Never quoted."""
-    if value is None:
-        return
+    if value is not None and (problem := private_key_problem(value)) is not None:
+        raise SettingsError(f"{variable(name)} {problem}")
+
+
+def private_key_problem(value: str) -> str | None:
+    """Why ``value`` is not a secp256k1 private key, never quoting it; None when it is one.
+    Also for the owner key ``svc-ops`` reads from a file or a prompt."""
     if not _PRIVATE_KEY.fullmatch(value):
         digits = value.removeprefix("0x")
         what = (f"{len(digits)} characters after any 0x" if len(digits) != 64
                 else "characters other than hex digits")
-        raise SettingsError(f"{variable(name)} must be a private key: 64 hex digits (32 "
-                            f"bytes), with or without 0x; the value given (not shown) has "
-                            f"{what}")
+        return ("must be a private key: 64 hex digits (32 bytes), with or without 0x; the "
+                f"value given (not shown) has {what}")
     if not 0 < int(value.removeprefix("0x"), 16) < _SECP256K1_N:
-        raise SettingsError(f"{variable(name)} is not a valid secp256k1 private key "
-                            "(zero, or not below the curve order; not shown)")
+        return ("is not a valid secp256k1 private key (zero, or not below the curve order; "
+                "not shown)")
+    return None
 
 
 def require_database_url(name: str, value: str) -> None:
@@ -119,6 +124,9 @@ def check_server(settings: Settings) -> None:
         if not settings.smtp_host:
             raise SettingsError(f"production needs mail: set {variable('smtp_host')} "
                                 "(verification codes are sent by SMTP)")
+    if settings.chain_backend == "json_rpc" and not settings.spender_address:
+        raise SettingsError(f"the json_rpc chain needs {ENV_PREFIX}SPENDER_ADDRESS (the "
+                            "BudgetSpenderV2 address; `svc-ops contract deploy` deploys one)")
     check_processes(settings)
 
 

@@ -93,6 +93,34 @@ def test_listing_review_migration(db_url: str) -> None:
         engine.dispose()
 
 
+def test_relayer_and_deploy_actions_migration(db_url: str) -> None:
+    """0019: operator_actions takes the relayer and deploy records; a downgrade drops them
+    (its constraint cannot hold them) and keeps the others."""
+    engine = make_engine(db_url)
+    sessions = make_sessionmaker(engine)
+    added = (OperatorActionKind.RELAYER_ADD, OperatorActionKind.RELAYER_REMOVE,
+             OperatorActionKind.CONTRACT_DEPLOYED)
+    try:
+        with transaction(sessions) as session:
+            for kind in (*added, OperatorActionKind.ALLOWLIST_ADD):
+                session.add(OperatorAction(operator="dora", action=kind, subject="0x" + "ab" * 20,
+                                           created_at=utcnow()))
+        migrate.downgrade(engine, "0018")
+        with engine.connect() as conn:
+            kept = conn.execute(text("SELECT action FROM operator_actions")).scalars().all()
+            assert kept == ["allowlist_add"]
+            with pytest.raises(IntegrityError):
+                conn.execute(text("INSERT INTO operator_actions (operator, action, subject, "
+                                  "detail, created_at) VALUES ('dora', 'relayer_add', "
+                                  "'x', '{}', CURRENT_TIMESTAMP)"))
+        migrate.upgrade(engine)
+        with transaction(sessions) as session:
+            session.add(OperatorAction(operator="dora", action=OperatorActionKind.RELAYER_ADD,
+                                       subject="0x" + "cd" * 20, created_at=utcnow()))
+    finally:
+        engine.dispose()
+
+
 def test_config_revision_state_migration(db_url: str) -> None:
     """0012: revisions keep the state they left; those recorded before have none (SQL NULL,
     as a revision that could not record one), which rollback reads as "no state"."""

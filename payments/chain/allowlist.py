@@ -9,21 +9,28 @@ browser or client.
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 from eth_utils.address import to_checksum_address
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.chain.gateway import ChainGateway, Receipt
+from payments.chain.gateway import Receipt
 from payments.chain.in_process import InProcessChain
-from payments.chain.web3_chain import Web3Chain
+from payments.chain.reader import ChainReader
 from payments.db import transaction
 from payments.models import AllowlistStatus, App
 
 _ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 
 
-def sync_allowlist(sessions: sessionmaker[Session], chain: ChainGateway,
+class AllowlistReads(Protocol):
+    """All a sync asks of the chain: a gateway, or a reader without the relayer key."""
+
+    def allowed_recipient(self, recipient: str) -> bool: ...
+
+
+def sync_allowlist(sessions: sessionmaker[Session], chain: AllowlistReads,
                    pay_to: str | None = None, *,
                    only_unknown: bool = False) -> dict[str, AllowlistStatus]:
     """Read the allowlist for every app with a valid ``pay_to`` (or only those paying
@@ -54,7 +61,7 @@ def sync_allowlist(sessions: sessionmaker[Session], chain: ChainGateway,
     return statuses
 
 
-def sync_new_recipients(sessions: sessionmaker[Session], chain: ChainGateway) -> int:
+def sync_new_recipients(sessions: sessionmaker[Session], chain: AllowlistReads) -> int:
     """Each chain cycle: read the allowlist for apps whose ``pay_to`` is new (status
     ``unknown``: a changed ``pay_to`` resets it, payments.apps.set_pay_to). Usually one
     SELECT that finds nothing."""
@@ -80,7 +87,7 @@ def mirror_to_dev_chain(sessions: sessionmaker[Session], chain: InProcessChain) 
     return added
 
 
-def set_allowed_recipient(chain: Web3Chain, owner_key: str, address: str,
+def set_allowed_recipient(chain: ChainReader, owner_key: str, address: str,
                           allowed: bool) -> Receipt:
     """An owner transaction (operator only): add or remove ``address``."""
     if not _ADDRESS_RE.match(address):

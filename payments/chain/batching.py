@@ -19,7 +19,8 @@ BATCH_BASE_GAS = 100_000
 PAIR_GAS = 70_000
 CHARGE_GAS = 8_000
 
-# Reverts that say nothing about the charges: the batch is released, not failed.
+# Reverts that say nothing about the charges (or a relayed permit): they are about our key,
+# so the batch is released and the permit waits, neither failed.
 NOT_THE_CHARGES = frozenset({"NotRelayer"})
 
 

@@ -11,6 +11,7 @@ import logging
 from web3 import HTTPProvider, Web3
 
 from payments.chain.params import ChainParams
+from payments.chain.reader import ChainReader
 from payments.chain.web3_chain import Web3Chain
 
 BASE_SEPOLIA_CONFIRMATIONS = 3
@@ -23,11 +24,24 @@ class _QuietHTTPProvider(HTTPProvider):
     logger.setLevel(logging.INFO)
 
 
+def node(rpc_url: str, timeout: float = 15.0) -> Web3:
+    """The node at ``rpc_url``, over HTTP."""
+    return Web3(_QuietHTTPProvider(rpc_url, request_kwargs={"timeout": timeout}))
+
+
 class JsonRpcChain(Web3Chain):
     @classmethod
     def connect(cls, rpc_url: str, params: ChainParams, relayer_key: str, *,
                 confirmations: int = BASE_SEPOLIA_CONFIRMATIONS, timeout: float = 15.0,
                 poll_interval: float = 1.0, max_fee_per_gas: int | None = None) -> JsonRpcChain:
-        w3 = Web3(_QuietHTTPProvider(rpc_url, request_kwargs={"timeout": timeout}))
-        return cls(w3, params, relayer_key, confirmations=confirmations,
+        return cls(node(rpc_url, timeout), params, relayer_key, confirmations=confirmations,
                    poll_interval=poll_interval, max_fee_per_gas=max_fee_per_gas)
+
+
+def read_only(rpc_url: str, params: ChainParams, *,
+              confirmations: int = BASE_SEPOLIA_CONFIRMATIONS, timeout: float = 15.0,
+              poll_interval: float = 1.0, max_fee_per_gas: int | None = None) -> ChainReader:
+    """The node without a relayer key: its reads, and owner transactions signed with a key
+    handed in per call (a monitoring host, a server without a key, the owner's commands)."""
+    return ChainReader(node(rpc_url, timeout), params, confirmations=confirmations,
+                       poll_interval=poll_interval, max_fee_per_gas=max_fee_per_gas)

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.chain.batching import NOT_THE_CHARGES
 from payments.chain.checkpoints import Checkpoint, no_checkpoint
 from payments.chain.gateway import (
     ChainError,
@@ -181,6 +182,10 @@ class Relayer:
             signed = self._chain.sign_relay_permit(job.owner, job.value, job.deadline,
                                                    bytes.fromhex(job.signature[2:]))
         except ChainRevert as exc:
+            if exc.info.name in NOT_THE_CHARGES:
+                # Our key is not a relayer (not yet, or no longer: `svc-ops relayer remove`):
+                # that says nothing of the permit, which waits for a relayer to send it.
+                raise
             if self._chain.permit_nonce(job.owner) > job.nonce:
                 # Used between the check above and this estimate (another worker's send,
                 # or anyone's, mined meanwhile): on chain all the same. Failing it would
@@ -229,8 +234,8 @@ class Relayer:
             return _record_tx(session, authorization, job.kind, signed, self._clock())
 
     def _apply(self, receipt: Receipt) -> int:
-        reason = None if receipt.succeeded else describe_revert(
-            self._chain.revert_reason(receipt.tx_hash))
+        info = None if receipt.succeeded else self._chain.revert_reason(receipt.tx_hash)
+        reason = None if info is None else describe_revert(info)
         # A relay signed again after its first transaction was dropped (the node said its
         # nonce was taken, and did not know it) reverts when that first one was mined after
         # all (behind a load balancer, another node had it): the permit is on chain.
@@ -257,12 +262,19 @@ class Relayer:
                          f"replaced; {receipt.tx_hash} was mined", self._clock())
             authorization = session.get(Authorization, tx.authorization_id, with_for_update=True)
             assert authorization is not None
-            _set_status(session, authorization, tx.kind,
-                        RelayStatus.RELAYED if reason is None else RelayStatus.FAILED,
-                        reason, self._clock())
+            # Mined after our key stopped being a relayer: the permit is untouched and its
+            # relay waits (pending, no transaction in flight) for a relayer to send it again.
+            waits = reason is not None and info is not None and info.name in NOT_THE_CHARGES
+            if not waits:
+                _set_status(session, authorization, tx.kind,
+                            RelayStatus.RELAYED if reason is None else RelayStatus.FAILED,
+                            reason, self._clock())
             owner, value = authorization.owner_wallet, authorization.value_atomic
         if reason is None and tx.kind is TxKind.PERMIT:
             self._on_relayed(owner, value)
+        elif waits:
+            log.warning("relay of %s reverted on chain: %s; it waits for a relayer",
+                        tx.authorization_id, reason)
         elif reason is not None:
             log.warning("relay of %s failed on chain: %s", tx.authorization_id, reason)
         return 1

@@ -1,120 +1,49 @@
 """The :class:`~payments.chain.gateway.ChainGateway` over a ``web3.Web3``, whatever its provider.
 
 Both real gateways are this class with a different provider: eth-tester in process, or a
-node over HTTP. Transactions are EIP-1559, signed here with the relayer's key (never logged,
-never in ``repr``), simulated first so a revert is decoded before any gas is spent.
+node over HTTP. It is the :class:`~payments.chain.reader.ChainReader` plus the relayer's
+key: transactions are EIP-1559, signed here with that key (never logged, never in
+``repr``), simulated first so a revert is decoded before any gas is spent.
 """
 
 from __future__ import annotations
 
-import re
-import threading
-import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
 from eth_account.typed_transactions.typed_transaction import TypedTransaction
-from eth_typing import HexStr
 from eth_utils.address import to_checksum_address
 from hexbytes import HexBytes
 from web3 import Web3
-from web3.contract import Contract
 from web3.contract.contract import ContractFunction
-from web3.exceptions import ContractLogicError, MismatchedABI, TransactionNotFound
-from web3.types import LogReceipt, TxParams
 
 from payments.chain.batching import batch_gas_limit
-from payments.chain.contracts import RevertInfo, load_artifact, revert_info
-from payments.chain.gateway import (
-    ChainRevert,
-    ChainUnavailable,
-    ChargeSettledLog,
-    FeeAboveCap,
-    NonceTaken,
-    PairPlan,
-    Readiness,
-    Receipt,
-    SignedTx,
-    TransferLog,
-)
+from payments.chain.gateway import FeeAboveCap, PairPlan, Readiness, SignedTx
 from payments.chain.nonces import NonceAllocator
 from payments.chain.params import ChainParams
+from payments.chain.reader import ChainReader, hex32, refuse_above_cap
 
 PERMIT_GAS = 150_000
-OWNER_TX_GAS = 200_000
-DEFAULT_PRIORITY_FEE = 1_000_000_000  # 1 gwei, when the node cannot suggest one
-_ALREADY_SENT = ("already known", "known transaction", "already imported")
-# The nonce is held by some transaction: ours (mined, or a node that does not say "known")
-# or another one, e.g. a second worker's on the same key. Only the hash tells which.
-_NONCE_HELD = ("nonce too low", "invalid transaction nonce", "replacement transaction")
-
-_NONCE_GAP = re.compile(r"expected ([0-9]+), but got ([0-9]+)")
-
-T = TypeVar("T")
 
 
-def capped_fees(base: int, priority: int, cap: int | None) -> tuple[int, int]:
-    """(maxFeePerGas, maxPriorityFeePerGas) for a base fee and a suggested tip: twice the
-    base fee plus the tip, at most ``cap``; a cap below the base fee refuses (FeeAboveCap)."""
-    max_fee = 2 * base + priority
-    if cap is None:
-        return max_fee, priority
-    refuse_above_cap(base, cap)
-    max_fee = min(max_fee, cap)
-    return max_fee, min(priority, max_fee)
-
-
-def refuse_above_cap(base: int, cap: int) -> None:
-    """FeeAboveCap when no transaction offering at most ``cap`` could enter a block."""
-    if cap < base:
-        raise FeeAboveCap(f"the base fee is {base} wei per gas, above the cap of {cap} "
-                          "(SVCSRV_CHAIN_MAX_FEE_PER_GAS): nothing is signed until it falls")
-
-
-def hex32(value: bytes | str) -> str:
-    text = value.hex() if isinstance(value, bytes) else value
-    return "0x" + text.removeprefix("0x").lower()
-
-
-class Web3Chain:
-    # What a simulation's revert raises: web3's error from a node; the embedded chain adds
-    # eth-tester's own (InProcessChain), which a server on a node need not import.
-    reverts: tuple[type[Exception], ...] = (ContractLogicError,)
-
+class Web3Chain(ChainReader):
     def __init__(self, w3: Web3, params: ChainParams, relayer_key: bytes | str, *,
                  confirmations: int = 1, poll_interval: float = 0.5,
                  max_fee_per_gas: int | None = None) -> None:
-        self._w3 = w3
-        self._fee_cap = max_fee_per_gas
-        self._params = params
+        super().__init__(w3, params, confirmations=confirmations, poll_interval=poll_interval,
+                         max_fee_per_gas=max_fee_per_gas)
         self._account: LocalAccount = Account.from_key(relayer_key)
-        self._confirmations = max(confirmations, 1)
-        self._poll = poll_interval
-        self._lock = threading.RLock()
         self._nonces = NonceAllocator(
             lambda: self._w3.eth.get_transaction_count(self._account.address, "pending"))
-        self.spender: Contract = w3.eth.contract(
-            address=to_checksum_address(params.spender),
-            abi=load_artifact("BudgetSpenderV2").abi)
-        self.token: Contract = w3.eth.contract(
-            address=to_checksum_address(params.token), abi=load_artifact("TestUSDC").abi)
 
     def __repr__(self) -> str:  # the key stays out of every log line
         return f"{type(self).__name__}(chain_id={self._params.chain_id}, relayer={self.relayer})"
 
     @property
-    def params(self) -> ChainParams:
-        return self._params
-
-    @property
     def relayer(self) -> str:
         return str(self._account.address)
-
-    @property
-    def confirmations(self) -> int:
-        return self._confirmations
 
     # -- transactions -------------------------------------------------------------------
 
@@ -125,29 +54,11 @@ class Web3Chain:
         v = signature[64] + 27 if signature[64] < 27 else signature[64]
         fn = self.spender.functions.relayPermit(
             to_checksum_address(owner), value, deadline, v, signature[:32], signature[32:64])
-        return self._simulate_and_sign(self._account, fn, PERMIT_GAS)
+        return self._sign(fn, PERMIT_GAS)
 
     def sign_charge_batch(self, pairs: Sequence[PairPlan]) -> SignedTx:
         fn = self.spender.functions.chargeBatch([pair.abi_value() for pair in pairs])
-        return self._simulate_and_sign(self._account, fn, batch_gas_limit(pairs))
-
-    def broadcast(self, tx: SignedTx) -> None:
-        try:
-            with self._lock:
-                self._w3.eth.send_raw_transaction(HexStr(tx.raw))
-        except Exception as exc:
-            message = str(exc).lower()
-            gap = _NONCE_GAP.search(message)
-            if gap and int(gap.group(2)) > int(gap.group(1)):
-                # eth-tester keeps no queue: an earlier nonce has to be sent first
-                raise ChainUnavailable(f"nonce gap: the chain expects {gap.group(1)}") from None
-            if any(marker in message for marker in _ALREADY_SENT):
-                return  # the node has it (or mined it); the receipt will tell
-            if any(marker in message for marker in _NONCE_HELD):
-                if self._knows(tx.tx_hash):
-                    return
-                raise NonceTaken(f"nonce {tx.nonce} is held by another transaction") from None
-            raise self._unavailable(exc) from None
+        return self._sign(fn, batch_gas_limit(pairs))
 
     def check_fees(self) -> None:
         if self._fee_cap is not None:  # the base fee alone decides: no tip asked
@@ -182,240 +93,15 @@ class Web3Chain:
         return SignedTx(sender=tx.sender, nonce=tx.nonce, tx_hash=hex32(signed.hash),
                         raw=hex32(signed.raw_transaction))
 
-    def _knows(self, tx_hash: str) -> bool:
-        def read() -> bool:
-            try:
-                self._w3.eth.get_transaction(tx_hash)  # type: ignore[arg-type]
-            except TransactionNotFound:
-                return False
-            return True
-        return self._read(read)
-
-    def receipt(self, tx_hash: str) -> Receipt | None:
-        def read() -> Receipt | None:
-            try:
-                raw = self._w3.eth.get_transaction_receipt(tx_hash)  # type: ignore[arg-type]
-            except TransactionNotFound:
-                return None
-            head = self._w3.eth.block_number
-            return Receipt(
-                tx_hash=hex32(raw["transactionHash"]), status=int(raw["status"]),
-                block_number=int(raw["blockNumber"]),
-                confirmations=head - int(raw["blockNumber"]) + 1, gas_used=int(raw["gasUsed"]),
-                charges=tuple(c for lg in raw["logs"] if (c := self._charge_log(lg))),
-                transfers=tuple(t for lg in raw["logs"] if (t := self._transfer_log(lg))))
-        return self._read(read)
-
-    def wait_receipt(self, tx_hash: str, timeout: float) -> Receipt | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            found = self.receipt(tx_hash)
-            if found is not None and found.confirmations >= self._confirmations:
-                return found
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(self._poll)
-
-    def revert_reason(self, tx_hash: str) -> RevertInfo:
-        def replay() -> RevertInfo:
-            tx = self._w3.eth.get_transaction(tx_hash)  # type: ignore[arg-type]
-            block = int(tx["blockNumber"] or 1)
-            call: TxParams = {"from": tx["from"], "to": tx["to"], "data": tx["input"],
-                              "gas": tx["gas"]}
-            try:
-                self._w3.eth.call(call, max(block - 1, 0))
-            except Exception as exc:
-                return revert_info(exc)
-            return RevertInfo("Reverted")
-        return self._read(replay)
-
-    def mined_nonce(self, address: str) -> int:
-        def read() -> int:
-            head = self._w3.eth.block_number
-            block = max(head - self._confirmations + 1, 0)
-            return int(self._w3.eth.get_transaction_count(to_checksum_address(address), block))
-        return self._read(read)
-
     def release_nonces(self) -> None:
         self._nonces.reset()
 
-    # -- reads ---------------------------------------------------------------------------
-
-    def block_number(self) -> int:
-        return self._read(lambda: int(self._w3.eth.block_number))
-
-    def is_settled(self, charge_id: bytes) -> bool:
-        return bool(self._read(self.spender.functions.isSettled(charge_id).call))
-
-    def charge_settled_logs(self, from_block: int, to_block: int,
-                            charge_id: bytes | None = None) -> list[ChargeSettledLog]:
-        filters = {} if charge_id is None else {"chargeId": charge_id}
-
-        def read() -> list[ChargeSettledLog]:
-            logs = self.spender.events.ChargeSettled.get_logs(
-                from_block=from_block, to_block=to_block, argument_filters=filters)
-            return [self._settled(lg) for lg in logs]
-        return self._read(read)
-
-    def allowed_recipient(self, recipient: str) -> bool:
-        fn = self.spender.functions.allowedRecipients(to_checksum_address(recipient))
-        return bool(self._read(fn.call))
-
-    def allowance(self, owner: str) -> int:
-        fn = self.token.functions.allowance(to_checksum_address(owner), self.spender.address)
-        return int(self._read(fn.call))
-
-    def permit_nonce(self, owner: str) -> int:
-        return int(self._read(self.token.functions.nonces(to_checksum_address(owner)).call))
-
-    def usdc_balance(self, owner: str) -> int:
-        fn = self.token.functions.balanceOf(to_checksum_address(owner))
-        return int(self._read(fn.call))
-
     def readiness(self, *, sends: bool = True) -> Readiness:
-        try:
-            return self._read(lambda: self._readiness(sends))
-        except ChainUnavailable as exc:
-            return Readiness("down", {"detail": str(exc)})
+        """The chain's reads; with ``sends``, also what signing with this key needs. A
+        server that runs no chain workers sends nothing, and its key is by design not the
+        relayer's (docs/deploy.md)."""
+        return self.readiness_of(self.relayer if sends else None, named="the relayer key")
 
-    def _readiness(self, sends: bool) -> Readiness:
-        """The reads every process needs (chain id, the spender's code and token); with
-        ``sends``, also what signing needs: the key a relayer of the spender, gas money,
-        the base fee under the cap. A server that runs no chain workers sends nothing, and
-        its key is by design not the relayer's (docs/deploy.md)."""
-        detail: dict[str, Any] = {
-            "chainId": self._w3.eth.chain_id, "block": self._w3.eth.block_number,
-            "spender": self.spender.address, "token": self.token.address,
-            "simulated": self._params.simulated}
-        problems = []
-        if detail["chainId"] != self._params.chain_id:
-            problems.append("chain id differs from settings")
-        deployed = bool(self._w3.eth.get_code(self.spender.address))
-        if not deployed:
-            problems.append("no contract at the spender address")
-        elif self.spender.functions.token().call() != self.token.address:
-            problems.append("the spender's token differs from settings")
-        if sends:
-            problems += self._sending_problems(detail, deployed)
-        if problems:
-            detail["problems"] = problems
-        return Readiness("down" if problems else "ok", detail)
-
-    def _sending_problems(self, detail: dict[str, Any], deployed: bool) -> list[str]:
-        problems = []
-        detail["relayer"] = self.relayer
-        if deployed and not self.spender.functions.relayers(self.relayer).call():
-            problems.append("the relayer key is not a relayer of the spender")
-        balance = self._w3.eth.get_balance(self._account.address)
-        detail["relayerBalanceWei"] = str(balance)
-        if balance == 0:
-            problems.append("the relayer has no gas money")
-        base = self._base_fee()
-        detail["baseFeePerGasWei"] = str(base)
-        detail["maxFeePerGasWei"] = None if self._fee_cap is None else str(self._fee_cap)
-        if self._fee_cap is not None:
-            try:
-                refuse_above_cap(base, self._fee_cap)
-            except FeeAboveCap:
-                problems.append("the base fee is above the fee cap "
-                                "(SVCSRV_CHAIN_MAX_FEE_PER_GAS): nothing is signed until it falls")
-        return problems
-
-    # -- owner transactions (operator commands, dev chain setup) ---------------------------
-
-    def transact_as(self, key: bytes | str, fn: ContractFunction,
-                    gas: int = OWNER_TX_GAS, timeout: float = 120.0) -> Receipt:
-        """Simulate, sign with ``key``, send and wait: for owner-only calls, never relays."""
-        account: LocalAccount = Account.from_key(key)
-        nonce = self._read(lambda: self._w3.eth.get_transaction_count(account.address, "pending"))
-        tx = self._simulate_and_sign(account, fn, gas, nonce=nonce)
-        self.broadcast(tx)
-        receipt = self.wait_receipt(tx.tx_hash, timeout)
-        if receipt is None:
-            raise ChainUnavailable(f"no receipt for {tx.tx_hash} within {timeout:.0f}s")
-        if not receipt.succeeded:
-            raise ChainRevert(self.revert_reason(tx.tx_hash))
-        return receipt
-
-    # -- internals -----------------------------------------------------------------------
-
-    def _simulate_and_sign(self, account: LocalAccount, fn: ContractFunction, gas: int,
-                           nonce: int | None = None) -> SignedTx:
-        assert fn.address is not None
-        data = fn._encode_transaction_data()
-        call: TxParams = {"from": account.address, "to": fn.address, "data": data, "gas": gas}
-        with self._lock:
-            try:
-                self._w3.eth.call(call, "latest")
-            except self.reverts as exc:
-                raise ChainRevert(revert_info(exc)) from None
-            except Exception as exc:
-                if "revert" in str(exc).lower():
-                    raise ChainRevert(revert_info(exc)) from None
-                raise self._unavailable(exc) from None
-            max_fee, priority = self._fees()
-        if nonce is None:
-            nonce = self._read(self._nonces.allocate)
-        tx: dict[str, Any] = {
-            "type": 2, "chainId": self._params.chain_id, "nonce": nonce, "to": fn.address,
-            "data": data, "value": 0, "gas": gas, "maxFeePerGas": max_fee,
-            "maxPriorityFeePerGas": priority}
-        signed = account.sign_transaction(tx)
-        return SignedTx(sender=str(account.address), nonce=nonce,
-                        tx_hash=hex32(signed.hash), raw=hex32(signed.raw_transaction))
-
-    def _fees(self) -> tuple[int, int]:
-        """EIP-1559: room for the base fee to double, plus the node's suggested tip; never
-        above the operator's cap, and nothing at all while the base fee is over it."""
-        base = self._base_fee()
-        try:
-            priority = int(self._w3.eth.max_priority_fee)
-        except Exception:  # not every node implements eth_maxPriorityFeePerGas
-            priority = DEFAULT_PRIORITY_FEE
-        return capped_fees(base, priority, self._fee_cap)
-
-    def _base_fee(self) -> int:
-        return int(self._w3.eth.get_block("latest").get("baseFeePerGas") or 0)
-
-    def _read(self, fn: Callable[[], T]) -> T:
-        with self._lock:
-            try:
-                return fn()
-            except (ChainRevert, ChainUnavailable):
-                raise
-            except Exception as exc:
-                raise self._unavailable(exc) from None
-
-    @staticmethod
-    def _unavailable(exc: BaseException) -> ChainUnavailable:
-        # The exception type and a short message only: a provider URL can carry an API key.
-        message = str(exc).split("\n", 1)[0][:200]
-        if "http" in message.lower():
-            message = "(message withheld: it names the node URL)"
-        return ChainUnavailable(f"{type(exc).__name__}: {message}")
-
-    def _charge_log(self, log: LogReceipt) -> ChargeSettledLog | None:
-        if log["address"] != self.spender.address:
-            return None
-        try:
-            event = self.spender.events.ChargeSettled().process_log(log)
-        except MismatchedABI:
-            return None
-        return self._settled(event)
-
-    def _transfer_log(self, log: LogReceipt) -> TransferLog | None:
-        try:  # any emitter: reconciliation checks that it was our token
-            event = self.token.events.Transfer().process_log(log)
-        except MismatchedABI:
-            return None
-        args = event["args"]
-        return TransferLog(token=to_checksum_address(log["address"]), sender=args["from"],
-                           recipient=args["to"], amount=int(args["value"]))
-
-    @staticmethod
-    def _settled(event: Any) -> ChargeSettledLog:
-        args = event["args"]
-        return ChargeSettledLog(
-            charge_id=bytes(args["chargeId"]), owner=args["owner"], recipient=args["recipient"],
-            amount=int(args["amount"]), tx_hash=hex32(bytes(event["transactionHash"])),
-            block_number=int(event["blockNumber"]), log_index=int(event["logIndex"]))
+    def _sign(self, fn: ContractFunction, gas: int) -> SignedTx:
+        return self._simulate_and_sign(self._account, fn, gas,
+                                       lambda: self._read(self._nonces.allocate))

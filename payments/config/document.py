@@ -21,14 +21,19 @@ MAX_ERRORS = 50
 
 # Values no config may hold (spec 2.9): our own secrets by prefix, a raw private key, a
 # PEM private key, a bearer credential.
+_RAW_KEY = re.compile(r"\b(?:0x)?[0-9a-fA-F]{64}\b")
+_PEM_KEY = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")
 _SECRET_VALUES = (
     ("api_key", re.compile(r"\bzpk_[0-9A-Za-z]"), "a zpk_ API key"),
     ("webhook_secret", re.compile(r"\bzwhsec_[0-9A-Za-z]"), "a zwhsec_ webhook signing secret"),
     ("cli_token", re.compile(r"\bzcli_[0-9A-Za-z]"), "a zcli_ CLI grant token"),
-    ("private_key", re.compile(r"\b(?:0x)?[0-9a-fA-F]{64}\b"), "a private key (64 hex digits)"),
-    ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a PEM private key"),
+    ("private_key", _RAW_KEY, "a private key (64 hex digits)"),
+    ("private_key", _PEM_KEY, "a PEM private key"),
     ("token", re.compile(r"\bBearer\s+\S{8,}", re.IGNORECASE), "a bearer token"),
 )
+# Where a secret found in free text ends: the next space or quote (a PEM key: its END line).
+_RUN = re.compile(r"[^\s\"'<>`]*")
+_PEM_END = re.compile(r"-----END [A-Z ]*PRIVATE KEY-----")
 _ANY_SECRET_VALUE = re.compile("|".join(
     f"(?{'i' if pattern.flags & re.IGNORECASE else ''}:{pattern.pattern})"
     for _, pattern, _ in _SECRET_VALUES))
@@ -173,6 +178,36 @@ def url_credential_in(text: str) -> str | None:
             if (carried := url_credential(url)) is not None:
                 return carried
     return None
+
+
+def mask_secrets(text: str, mask: str = WITHHELD) -> str:
+    """``text`` (free text: a log line) with each secret the guard recognizes replaced by
+    ``mask``, whole: our prefixed secrets, PEM private keys, bearer tokens, URLs carrying a
+    credential. Bare 64-hex-digit values are left alone: in a log line they are transaction
+    hashes and charge ids far more often than keys, and a caller that holds a key masks it
+    by its value (ops/logs.py)."""
+    for _, pattern, _ in _SECRET_VALUES:
+        if pattern is not _RAW_KEY and pattern.search(text):
+            text = _mask_each(pattern, text, mask)
+    if "://" in text:
+        text = _URL.sub(lambda m: mask if url_credential(m.group(0)) else m.group(0), text)
+    return text
+
+
+def _mask_each(pattern: re.Pattern[str], text: str, mask: str) -> str:
+    out, at = [], 0
+    for found in pattern.finditer(text):
+        if found.start() < at:  # inside a secret already masked
+            continue
+        if pattern is _PEM_KEY:
+            end = _PEM_END.search(text, found.end())
+            stop = end.end() if end else len(text)
+        else:
+            run = _RUN.match(text, found.end())
+            stop = run.end() if run else found.end()
+        out += [text[at:found.start()], mask]
+        at = stop
+    return "".join([*out, text[at:]])
 
 
 def url_credential(url: str) -> str | None:

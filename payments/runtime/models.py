@@ -27,6 +27,9 @@ class OperatorActionKind(StrEnum):
     ALLOWLIST_REMOVE = "allowlist_remove"
     LISTING_APPROVED = "listing_approved"
     LISTING_REJECTED = "listing_rejected"
+    RELAYER_ADD = "relayer_add"
+    RELAYER_REMOVE = "relayer_remove"
+    CONTRACT_DEPLOYED = "contract_deployed"
 
 
 class OperatorAction(Base):

@@ -226,6 +226,20 @@ def record_allowlist(session: Session, operator: str, now: datetime, *, address:
            txHash=tx_hash)
 
 
+def record_relayer(session: Session, operator: str, now: datetime, *, address: str,
+                   add: bool, tx_hash: str) -> None:
+    """The spender's ``setRelayer`` owner transaction (``svc-ops relayer add|remove``)."""
+    record(session, operator, OperatorActionKind.RELAYER_ADD if add
+           else OperatorActionKind.RELAYER_REMOVE, None, address, now, txHash=tx_hash)
+
+
+def record_deploy(session: Session, operator: str, now: datetime, *, address: str,
+                  tx_hash: str, chain_id: int, token: str, owner: str) -> None:
+    """A BudgetSpenderV2 deployed by ``svc-ops contract deploy``."""
+    record(session, operator, OperatorActionKind.CONTRACT_DEPLOYED, None, address, now,
+           txHash=tx_hash, chainId=chain_id, token=token, owner=owner)
+
+
 def actions(session: Session, app: App | None, limit: int) -> Sequence[OperatorAction]:
     query = select(OperatorAction)
     if app is not None:

@@ -26,7 +26,7 @@ from payments.chain.gateway import (
     SignedTx,
 )
 from payments.chain.journal import Dropped, Mined, Waiting, resolve, resolve_replaced
-from payments.chain.web3_chain import capped_fees
+from payments.chain.reader import capped_fees
 
 A, B = "0x" + "aa" * 20, "0x" + "bb" * 20
 R1, R2 = "0x" + "11" * 20, "0x" + "22" * 20

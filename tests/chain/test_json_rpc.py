@@ -601,7 +601,7 @@ def test_a_servers_own_key_is_checked_for_the_reads_only(node: HardhatNode) -> N
     signing = own.readiness()
     assert signing.status == "down"
     assert signing.detail["problems"] == ["the relayer key is not a relayer of the spender",
-                                          "the relayer has no gas money"]
+                                          "the relayer key has no gas money"]
     reads = own.readiness(sends=False)
     assert reads.status == "ok", reads.detail
     assert "relayer" not in reads.detail and "relayerBalanceWei" not in reads.detail
@@ -660,3 +660,30 @@ def test_sigterm_stops_svc_ops_chain_run_after_its_cycle(ops_env: Path) -> None:
     assert worker.returncode == 0, out
     assert "SIGTERM: finishing this cycle, then stopping" in out
     assert "chain worker stopped after" in out
+
+
+def test_deploy_relayers_and_status_over_a_node(
+        rpc_world: World, node: HardhatNode, ops_env: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The operator's chain tooling on a real node (tests/ops runs it on the in-process EVM):
+    a deploy without a spender configured, a relayer added to the new contract, and
+    `chain status` on a host with no relayer key."""
+    monkeypatch.delenv("SVCSRV_SPENDER_ADDRESS")
+    capsys.readouterr()
+    assert svc_ops(["contract", "deploy", "--owner-key-file", str(ops_env)]) == 0
+    out = capsys.readouterr().out
+    spender = out.split("SVCSRV_SPENDER_ADDRESS=")[1].split()[0]
+    monkeypatch.setenv("SVCSRV_SPENDER_ADDRESS", spender)
+    monkeypatch.delenv("SVCSRV_RELAYER_KEY")
+    address = Account.from_key(RELAYER_KEY).address
+
+    assert svc_ops(["relayer", "add", address, "--owner-key-file", str(ops_env)]) == 0
+    capsys.readouterr()
+    assert svc_ops(["chain", "status", "--relayer", address]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert (status["status"], status["spender"], status["relayer"]) == ("ok", spender, address)
+    assert status["relayerKey"] == "not_configured"
+    assert svc_ops(["relayer", "remove", address, "--owner-key-file", str(ops_env)]) == 0
+    assert svc_ops(["relayer", "status", address]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].split("\t")[1] == "not a relayer"
+    assert rpc_world.chain.readiness().status == "ok"  # the servers' contract is untouched

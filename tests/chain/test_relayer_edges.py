@@ -9,6 +9,7 @@ from eth_account import Account
 from eth_utils.address import to_checksum_address
 from sqlalchemy import select, update
 
+from payments.chain.gateway import ChainRevert
 from payments.chain.models import (
     ChainFinding,
     ChainTransaction,
@@ -283,3 +284,42 @@ def test_a_permit_sent_by_another_worker_meanwhile_is_relayed_not_failed(
     with world.sessions() as session:
         charge = session.get(Charge, seq)
         assert charge is not None and charge.settlement_status is SettlementStatus.QUEUED
+
+
+# -- a key that is not a relayer (not yet, or no longer) ---------------------------------
+
+
+def test_a_relay_refused_for_our_key_waits_for_a_relayer(world: World) -> None:
+    """``NotRelayer`` is about the key, not the permit: simulated, the cycle says so and the
+    budget stays pending; mined after `svc-ops relayer remove` took the key off, the
+    transaction is reverted and the budget still waits. Both used to fail the budget for
+    good (revoked, its charges failed) for what the operator did."""
+    user = wallet(0)
+    auth = world.authorize(user)
+    seq = world.charge(user)
+    world.evm.set_relayer(world.chain.relayer, False)
+    with pytest.raises(ChainRevert, match="NotRelayer"):
+        world.relayer().run_once()
+    assert _pending(world, auth)
+
+    world.evm.set_relayer(world.chain.relayer, True)
+
+    def removed_meanwhile(point: str) -> None:  # signed and recorded, not yet sent
+        if point == "recorded":
+            world.evm.set_relayer(world.chain.relayer, False)
+
+    assert world.relayer(removed_meanwhile).run_once() == 1
+    assert [(tx.status, tx.error) for tx in _txs(world, auth)] == [
+        (TxStatus.REVERTED, "NotRelayer")]
+    assert _pending(world, auth)
+
+    world.evm.set_relayer(world.chain.relayer, True)
+    world.settle()
+    assert world.authorization(auth).relay_status == RelayStatus.RELAYED
+    assert world.statuses()[seq] == SettlementStatus.SETTLED
+
+
+def _pending(world: World, authorization_id: str) -> bool:
+    budget = world.authorization(authorization_id)
+    return (budget.relay_status, budget.status) == (RelayStatus.PENDING,
+                                                    AuthorizationStatus.ACTIVE)
