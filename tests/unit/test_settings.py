@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy.pool import QueuePool
 
 from payments.db import make_engine
-from router import settings as settings_module
 from router.chain_params import chain_params
 from router.settings import Settings, SettingsError, load_settings
+from router.settings_env import read_environment
 
 PROD = {
     "SVCSRV_MODE": "production",
@@ -177,7 +177,7 @@ def test_every_setting_is_read_from_its_variable_and_documented() -> None:
     """Each field but the derived ``service_hosts`` has a ``SVCSRV_<NAME>`` variable that
     load_settings reads and docs/settings.md describes."""
     doc = (Path(__file__).parents[2] / "docs" / "settings.md").read_text()
-    source = inspect.getsource(load_settings) + inspect.getsource(settings_module._read)
+    source = inspect.getsource(load_settings) + inspect.getsource(read_environment)
     missing_doc, unread = [], []
     for field in dataclasses.fields(Settings):
         if field.name == "service_hosts":
