@@ -24,6 +24,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ops.chain_worker import run_worker
+from ops.exits import readiness_exit, status_exits
 from ops.owner_tx import (
     OpsError,
     checked_address,
@@ -67,7 +68,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     drift = chain_sub.add_parser("budget-drift", help="ledger remaining vs ERC-20 allowance")
     drift.add_argument("--record", action="store_true", help="also file operator findings")
     chain_sub.add_parser("findings", help="list open operator findings")
-    status = chain_sub.add_parser("status", help="chain readiness (no relayer key needed)")
+    status = chain_sub.add_parser(
+        "status", help="chain readiness (no relayer key needed)",
+        epilog=status_exits("a check fails (the chain id, the spender's code or token; with "
+                            "a relayer: a relayer of the spender, its gas money, the fee "
+                            "cap), listed in problems"))
     status.add_argument("--relayer", metavar="ADDRESS",
                         help="also check this relayer: a relayer of the spender, its gas "
                              "money (default: the address of SVCSRV_RELAYER_KEY, when set)")
@@ -113,7 +118,9 @@ def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Ses
 def _status(args: argparse.Namespace, settings: Settings) -> int:
     """The servers' reads (node, chain id, the spender's code and token), and the relayer's
     standing when there is an address to check: ``--relayer``, else the relayer key's
-    (the same checks as a server's ``/statusz`` with that key; docs/chain.md)."""
+    (the same checks as a server's ``/statusz`` with that key; docs/chain.md). It exits
+    with what it found (ops/exits.py), so a monitor need not read the JSON; the relayer key
+    missing is not a failure: the checks need none."""
     chain = reader(settings)
     relayer, named = None, None
     if args.relayer:
@@ -124,7 +131,7 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     key = "configured" if settings.relayer_key else "not_configured"
     print(json.dumps({"status": readiness.status, "relayerKey": key, **readiness.detail},
                      indent=2))
-    return 0
+    return readiness_exit(readiness)
 
 
 def _set_allowed(args: argparse.Namespace, settings: Settings,

@@ -8,7 +8,7 @@ Settings are checked for what the commands use, not for what a server needs
 alone, also in production. Every command uses the database, so production refuses an
 unset ``SVCSRV_DATABASE_URL`` (it would be a new SQLite file in the working directory) and
 dev says on stderr which SQLite file it uses. Log lines go to stderr (ops/logs.py):
-warnings and up, and INFO with ``--verbose``.
+warnings and up, and INFO with ``--verbose``. Exit codes: ops/exits.py.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from ops import chain, contract, relayers, review, runtime, schema, webhooks
+from ops.exits import Exit
 from ops.logs import stderr_logging
 from ops.owner_tx import OpsError
 from payments.chain.gateway import ChainError
@@ -55,11 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         check_command(args, settings)
     except SettingsError as exc:
         print(f"svc-ops: {exc}", file=sys.stderr)
-        return 2
+        return Exit.REFUSED
     if settings.database_url == DEV_DATABASE_URL:
         print(dev_database_warning(), file=sys.stderr, flush=True)
     with stderr_logging(settings, verbose=args.verbose):
-        return run(args, settings)
+        return int(run(args, settings))
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -84,13 +85,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return schema.run(args, engine)  # migrate, downgrade, db-revision
     except (OpsError, schema.SchemaRefused) as exc:
         print(f"svc-ops: {exc}", file=sys.stderr)
-        return 2
+        return Exit.REFUSED
     except ApiError as exc:  # an operator decision the state does not allow
         print(f"svc-ops: {exc.message}", file=sys.stderr)
-        return 1
+        return Exit.NOT_DONE
     except ChainError as exc:  # decoded reverts and node failures; never a key
         print(f"svc-ops: chain: {exc}", file=sys.stderr)
-        return 1
+        return Exit.NOT_DONE
     finally:
         engine.dispose()
 

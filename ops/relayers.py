@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ops.chain import key_address, reader
+from ops.exits import Exit, status_exits
 from ops.owner_tx import (
     checked_address,
     owner_key,
@@ -50,8 +51,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         cmd.add_argument("address")
     relayer_sub.add_parser("list", help="the relayers this service knows of, as the chain "
                                         "has them (no key needed)")
-    status = relayer_sub.add_parser("status", help="is ADDRESS a relayer, and its gas money "
-                                                   "(no key needed)")
+    status = relayer_sub.add_parser(
+        "status", help="is ADDRESS a relayer, and its gas money (no key needed)",
+        epilog=status_exits("ADDRESS cannot send: not a relayer, or a relayer without gas "
+                            "money"))
     status.add_argument("address")
 
 
@@ -60,16 +63,19 @@ def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Ses
         return _set(args, settings, sessions)
     from payments.chain.relayers import standing
     if args.action == "status":
-        addresses = [checked_address(args.address, "relayer")]
-    else:
-        addresses = known_relayers(sessions, settings)
-        if not addresses:
-            print("no relayer known here (the contract keeps no list); `svc-ops relayer "
-                  "status <address>` reads any address")
+        address = checked_address(args.address, "relayer")
+        found = standing(reader(settings), address)
+        print(found.line())
+        return Exit.OK if found.can_send else Exit.DEGRADED
+    # `list` shows retired relayers too, by design: it exits 0 whatever they are.
+    addresses = known_relayers(sessions, settings)
+    if not addresses:
+        print("no relayer known here (the contract keeps no list); `svc-ops relayer "
+              "status <address>` reads any address")
     chain = reader(settings)
     for address in addresses:
         print(standing(chain, address).line())
-    return 0
+    return Exit.OK
 
 
 def _set(args: argparse.Namespace, settings: Settings,

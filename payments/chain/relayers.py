@@ -24,6 +24,11 @@ class RelayerStanding:
     relayer: bool
     balance_wei: int  # gas money
 
+    @property
+    def can_send(self) -> bool:
+        """A relayer of the spender with gas money: what signing relays and batches needs."""
+        return self.relayer and self.balance_wei > 0
+
     def line(self) -> str:
         """``address<TAB>relayer|not a relayer<TAB>gas <wei> wei (<eth> ETH)``."""
         role = "relayer" if self.relayer else "not a relayer"

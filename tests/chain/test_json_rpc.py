@@ -438,7 +438,8 @@ def test_fees_above_the_operator_cap_sign_nothing_until_they_fall(
     assert world.authorization(pending_budget).relay_status == RelayStatus.PENDING
     assert eth.get_transaction_count(Web3.to_checksum_address(chain.relayer), "pending") == nonce
     capsys.readouterr()
-    assert svc_ops(["chain", "status"]) == 0  # the operator's view, from the same settings
+    # The operator's view, from the same settings: the node answers, a check fails (exit 3).
+    assert svc_ops(["chain", "status"]) == 3
     readiness = json.loads(capsys.readouterr().out)
     assert readiness["status"] == "down"
     assert (readiness["baseFeePerGasWei"], readiness["maxFeePerGasWei"]) == (
@@ -684,6 +685,6 @@ def test_deploy_relayers_and_status_over_a_node(
     assert (status["status"], status["spender"], status["relayer"]) == ("ok", spender, address)
     assert status["relayerKey"] == "not_configured"
     assert svc_ops(["relayer", "remove", address, "--owner-key-file", str(ops_env)]) == 0
-    assert svc_ops(["relayer", "status", address]) == 0
+    assert svc_ops(["relayer", "status", address]) == 3  # it cannot send any more
     assert capsys.readouterr().out.splitlines()[-1].split("\t")[1] == "not a relayer"
     assert rpc_world.chain.readiness().status == "ok"  # the servers' contract is untouched
