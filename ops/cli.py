@@ -8,7 +8,8 @@ Settings are checked for what the commands use, not for what a server needs
 alone, also in production. Every command uses the database, so production refuses an
 unset ``SVCSRV_DATABASE_URL`` (it would be a new SQLite file in the working directory) and
 dev says on stderr which SQLite file it uses. Log lines go to stderr (ops/logs.py):
-warnings and up, and INFO with ``--verbose``. Exit codes: ops/exits.py.
+warnings and up, and INFO with ``--verbose`` (before or after the command). Exit codes:
+ops/exits.py.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ops import chain, contract, relayers, review, runtime, schema, webhooks
 from ops.exits import Exit
@@ -33,12 +35,27 @@ from router.settings import (
 )
 from router.settings_checks import require_secret_key
 
+VERBOSE_HELP = "log at INFO on stderr (default: warnings and errors)"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """Every command's parser (and its subcommands', which argparse makes of the same
+    class): each takes ``--verbose``, so it goes before or after the command, as in ``svc``
+    (svc/cli.py gives each command a parent for it; here the class does, so no command of
+    the seven modules that add them can miss it). SUPPRESS: a default of the command's
+    would overwrite the True of a ``--verbose`` before it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                          help=VERBOSE_HELP)
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="svc-ops")
-    parser.add_argument("--verbose", action="store_true",
-                        help="log at INFO on stderr (default: warnings and errors)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
+    sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
+        dest="command", required=True, parser_class=CommandParser)
     up = sub.add_parser("migrate", help="upgrade the database schema")
     up.add_argument("--revision", default="head")
     down = sub.add_parser("downgrade", help="downgrade the database schema")

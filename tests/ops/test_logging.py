@@ -35,6 +35,20 @@ def test_a_verbose_owner_transaction_logs_its_line_and_no_key(ops: Ops) -> None:
     assert code == 0 and "INFO" not in err and key_material(out + err) == []
 
 
+@pytest.mark.parametrize("place", ["after the command", "between the group and command"])
+def test_verbose_is_taken_after_the_command_too(ops: Ops, place: str) -> None:
+    """As in `svc`: `svc-ops relayer add ADDRESS --verbose` (and `relayer --verbose add`)
+    log at INFO as `svc-ops --verbose relayer add` does; it used to be a usage error."""
+    address = recipient(3)
+    args = (("relayer", "add", address, "--verbose") if place == "after the command"
+            else ("relayer", "--verbose", "add", address))
+    code, out, err = ops.owner(*args)
+
+    assert code == 0, err
+    assert f"INFO ops.relayers: relayer add {address}: setRelayer signed by the owner" in err
+    assert key_material(out + err) == []
+
+
 def test_no_secret_reaches_a_line(capsys: pytest.CaptureFixture[str]) -> None:
     """What the settings hold, the owner key once read, and what the config secret guard
     recognizes are masked, in the message and in a traceback; transaction hashes stay."""
