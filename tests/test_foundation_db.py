@@ -121,6 +121,35 @@ def test_relayer_and_deploy_actions_migration(db_url: str) -> None:
         engine.dispose()
 
 
+def test_ownership_transfer_action_migration(db_url: str) -> None:
+    """0020: operator_actions takes ``contract_ownership_transferred``; a downgrade drops
+    those records (its constraint cannot hold them) and keeps the others."""
+    engine = make_engine(db_url)
+    sessions = make_sessionmaker(engine)
+    try:
+        with transaction(sessions) as session:
+            for kind in (OperatorActionKind.CONTRACT_OWNERSHIP_TRANSFERRED,
+                         OperatorActionKind.CONTRACT_DEPLOYED):
+                session.add(OperatorAction(operator="dora", action=kind, subject="0x" + "ab" * 20,
+                                           created_at=utcnow()))
+        migrate.downgrade(engine, "0019")
+        with engine.connect() as conn:
+            kept = conn.execute(text("SELECT action FROM operator_actions")).scalars().all()
+            assert kept == ["contract_deployed"]
+            with pytest.raises(IntegrityError):
+                conn.execute(text("INSERT INTO operator_actions (operator, action, subject, "
+                                  "detail, created_at) VALUES ('dora', "
+                                  "'contract_ownership_transferred', 'x', '{}', "
+                                  "CURRENT_TIMESTAMP)"))
+        migrate.upgrade(engine)
+        with transaction(sessions) as session:
+            session.add(OperatorAction(
+                operator="dora", action=OperatorActionKind.CONTRACT_OWNERSHIP_TRANSFERRED,
+                subject="0x" + "cd" * 20, created_at=utcnow()))
+    finally:
+        engine.dispose()
+
+
 def test_config_revision_state_migration(db_url: str) -> None:
     """0012: revisions keep the state they left; those recorded before have none (SQL NULL,
     as a revision that could not record one), which rollback reads as "no state"."""

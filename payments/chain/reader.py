@@ -260,6 +260,10 @@ class ChainReader:
         """Wei of the chain's own currency at ``address``: what its transactions' gas costs."""
         return int(self._read(lambda: self._w3.eth.get_balance(to_checksum_address(address))))
 
+    def code_size(self, address: str) -> int:
+        """Bytes of code at ``address``: 0 for an account a key controls (or nobody's)."""
+        return len(self._read(lambda: self._w3.eth.get_code(to_checksum_address(address))))
+
     def readiness_of(self, relayer: str | None = None, *,
                      named: str | None = None) -> Readiness:
         """The reads every process needs (chain id, the spender's code and token); with a

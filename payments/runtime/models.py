@@ -30,6 +30,7 @@ class OperatorActionKind(StrEnum):
     RELAYER_ADD = "relayer_add"
     RELAYER_REMOVE = "relayer_remove"
     CONTRACT_DEPLOYED = "contract_deployed"
+    CONTRACT_OWNERSHIP_TRANSFERRED = "contract_ownership_transferred"
 
 
 class OperatorAction(Base):

@@ -240,6 +240,13 @@ def record_deploy(session: Session, operator: str, now: datetime, *, address: st
            txHash=tx_hash, chainId=chain_id, token=token, owner=owner)
 
 
+def record_ownership_transfer(session: Session, operator: str, now: datetime, *, spender: str,
+                              previous: str, new: str, tx_hash: str, chain_id: int) -> None:
+    """The spender's ``transferOwnership`` (``svc-ops contract transfer-ownership``)."""
+    record(session, operator, OperatorActionKind.CONTRACT_OWNERSHIP_TRANSFERRED, None, spender,
+           now, txHash=tx_hash, chainId=chain_id, previousOwner=previous, newOwner=new)
+
+
 def actions(session: Session, app: App | None, limit: int) -> Sequence[OperatorAction]:
     query = select(OperatorAction)
     if app is not None:
