@@ -36,6 +36,7 @@ from router.settings import (
 from router.settings_checks import require_secret_key
 
 VERBOSE_HELP = "log at INFO on stderr (default: warnings and errors)"
+SCHEMA_COMMANDS = ("migrate", "downgrade", "db-revision")
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -84,9 +85,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
                          max_overflow=settings.db_max_overflow)
     try:
-        if args.command in ("chain", "webhooks") and args.action == "run":
-            # The workers run on the schema the servers would (at or ahead of this code's).
-            schema.require_usable(engine, f"{args.command} run")
+        if args.command not in SCHEMA_COMMANDS:
+            # Every other command reads or writes the ledger, on the schema the servers
+            # would (at or ahead of this code's): before `svc-ops migrate` one says so,
+            # rather than failing at its first query with the database's traceback.
+            action = getattr(args, "action", None)
+            schema.require_usable(engine, f"{args.command} {action}" if action
+                                  else args.command)
         if args.command in ("allowlist", "chain"):
             return chain.run(args, settings, make_sessionmaker(engine))
         if args.command == "relayer":
@@ -99,7 +104,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             return webhooks.run(args, settings, make_sessionmaker(engine))
         if args.command in ("review", "pay-to", "listing", "actions", "notifications"):
             return review.run(args, settings, make_sessionmaker(engine))
-        return schema.run(args, engine)  # migrate, downgrade, db-revision
+        return schema.run(args, engine)  # SCHEMA_COMMANDS
     except (OpsError, schema.SchemaRefused) as exc:
         print(f"svc-ops: {exc}", file=sys.stderr)
         return Exit.REFUSED

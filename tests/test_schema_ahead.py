@@ -142,3 +142,16 @@ def test_workers_refuse_a_schema_behind(
     err = capsys.readouterr().err
     assert f"{worker} run: database schema at 0014, behind" in err
     assert "svc-ops migrate" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [("relayer", "list"), ("actions",), ("domain", "list"),
+                                  ("allowlist", "sync"), ("chain", "findings")])
+def test_every_ledger_command_refuses_a_schema_behind(
+        engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]) -> None:
+    """Before `svc-ops migrate` (a new database, or a schema behind this code) a command
+    says so and what to run, instead of failing at its first query with a traceback."""
+    migrate.downgrade(engine, "base")
+    assert _ops(monkeypatch, db_url, *argv) == 2
+    err = capsys.readouterr().err
+    assert "behind" in err and "svc-ops migrate" in err and "Traceback" not in err, err
