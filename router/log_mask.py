@@ -1,4 +1,4 @@
-"""The mask a log line passes so that no secret reaches it (``svc-ops``'s, ops/logs.py).
+"""The mask every log line of ``svc-server`` and ``svc-ops`` passes: no secret reaches one.
 
 :class:`SecretMask` masks the values of the settings that hold a secret
 (:func:`settings_secrets`; router/secret_files.py names them), whatever else a command adds
@@ -49,7 +49,18 @@ class SecretMask(logging.Filter):
         return mask_secrets(text, MASK)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = self.mask(record.getMessage()), None
+        try:
+            message = record.getMessage()
+        except Exception:
+            # A caller's format error. Raised here it would reach the caller (filters run
+            # outside the handler's error handling); logging's own report of it would print
+            # the arguments unmasked.
+            message = f"{record.msg} [arguments withheld: they did not fit the message]"
+        record.msg, record.args = self.mask(message), None
+        # uvicorn keeps a second copy of its message for colours, which its formatter writes
+        # instead on a terminal, formatted from the (unmasked) args: dropped, the masked
+        # message is what is written.
+        record.__dict__.pop("color_message", None)
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
