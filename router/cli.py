@@ -20,8 +20,12 @@ from router.dev import DEMO_SLUG, seed_demo
 from router.dev_backend import seed_demo_backend
 from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
 from router.fast_protocol import http_protocol
-from router.log_lines import LOG_FORMAT
 from router.processes import Supervisor
+from router.server_logs import (
+    configure_logging,
+    configure_logging_from_environment,
+    uvicorn_log_config,
+)
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 from router.settings_checks import production_warnings
 from svc.int_flags import whole_number
@@ -61,15 +65,18 @@ def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
         proxy_headers=False,
         # Query strings can carry short-lived codes (svc-auth-return); no access log
         # line is written rather than a redacted one we might get wrong.
-        access_log=False, **extra,
+        access_log=False,
+        # uvicorn's own handler, with the mask every line passes (router/server_logs.py).
+        log_config=uvicorn_log_config(), **extra,
     )
 
 
 def service_from_environment() -> Service:
     """The app factory each process of a multi-process ``svc-server serve`` imports: the
     parent checked the same ``SVCSRV_*`` variables before starting it."""
-    configure_logging()
-    return create_app(load_settings())
+    settings = load_settings()
+    configure_logging(settings)  # done already by router/processes.py; kept for any caller
+    return create_app(settings)
 
 
 def serve(settings: Settings) -> int:
@@ -91,7 +98,7 @@ def serve(settings: Settings) -> int:
             engine.dispose()
     config = server_config(f"{__name__}:{service_from_environment.__name__}", settings,
                            factory=True)
-    return Supervisor(config, settings.processes).run()
+    return Supervisor(config, settings.processes, configure_logging_from_environment).run()
 
 
 def report_native() -> None:
@@ -124,10 +131,6 @@ def report_mode(settings: Settings) -> None:
         log.warning("%s", warning)
 
 
-def configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
-
-
 def dev_settings(port: int) -> Settings:
     base = f"localhost:{port}"
     return load_settings(
@@ -154,7 +157,7 @@ async def run_dev(settings: Settings) -> None:
     engine.dispose()
     runtime = demo_runtime(settings, backend, origin, catalogue, dev_data_dir(settings))
     demo = uvicorn.Server(uvicorn.Config(runtime, log_level="warning", access_log=False,
-                                         lifespan="on"))
+                                         lifespan="on", log_config=uvicorn_log_config()))
     main = uvicorn.Server(server_config(create_app(settings), settings))
     print_dev_urls(settings, origin)
     quiet = QuietDemoServer()
@@ -191,13 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     dev.add_argument("--port", type=whole_number, default=8000)
     sub.add_parser("serve", help=f"run the server with settings from {ENV_PREFIX}* variables")
     args = parser.parse_args(argv)
-    configure_logging()
-    report_native()
     try:
+        settings = dev_settings(args.port) if args.command == "dev" else load_settings()
+        configure_logging(settings)  # first: from here on every line passes the mask
+        report_native()
         if args.command == "dev":
-            asyncio.run(run_dev(dev_settings(args.port)))
+            asyncio.run(run_dev(settings))
         else:
-            settings = load_settings()
             report_mode(settings)
             return serve(settings)
     except SettingsError as exc:
@@ -205,6 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         pass
+    except Exception:
+        # Python would print the traceback itself, and a library's exception may hold a
+        # secret (a URL with its password): logged, it passes the mask.
+        log.exception("svc-server stopped on an error")
+        return 1
     return 0
 
 

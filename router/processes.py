@@ -32,6 +32,7 @@ import signal
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from pathlib import Path
@@ -89,16 +90,25 @@ def _die_with(parent: int) -> None:
         raise SystemExit(0)
 
 
-def _serve_one(config: uvicorn.Config, parent: int) -> None:
+def _serve_one(config: uvicorn.Config, parent: int,
+               configure_logging: Callable[[], None]) -> None:
     """A server process: its own socket on the port, then uvicorn until SIGTERM.
 
     The socket is handed over bound but not listening: the event loop's ``create_server``
     starts listening once the service has started (app built, lifespan done), so the kernel
     sends a starting process no connections to hold while it imports and connects.
     """
-    _die_with(parent)
-    config.configure_logging()
-    uvicorn.Server(config).run(sockets=[port_socket(config.host, config.port)])
+    try:
+        # A spawned process inherits no logging: the parent's handlers first, then uvicorn's
+        # (router/server_logs.py), before anything is said.
+        configure_logging()
+        config.configure_logging()
+        _die_with(parent)
+        uvicorn.Server(config).run(sockets=[port_socket(config.host, config.port)])
+    except Exception:
+        # multiprocessing would print the traceback itself, around the handlers and their mask.
+        log.exception("server process %s failed", os.getpid())
+        raise SystemExit(1) from None
 
 
 def restart_delay(lived: float, quick_deaths: int) -> float:
@@ -120,11 +130,14 @@ class _Slot:
 
 
 class Supervisor:
-    """``count`` server processes for ``config`` (whose app is an import string)."""
+    """``count`` server processes for ``config`` (whose app is an import string), each
+    calling ``configure_logging`` first (a module-level function: the process imports it)."""
 
-    def __init__(self, config: uvicorn.Config, count: int) -> None:
+    def __init__(self, config: uvicorn.Config, count: int,
+                 configure_logging: Callable[[], None]) -> None:
         self.config = config
         self.count = count
+        self.configure_logging = configure_logging
         self.slots: list[_Slot] = []
         self.startup_failed = False
         self._stop = threading.Event()
@@ -160,8 +173,8 @@ class Supervisor:
         return STARTUP_FAILURE if self.startup_failed else 0
 
     def _start(self) -> SpawnProcess:
-        process = _spawn.Process(target=_serve_one, args=(self.config, os.getpid()),
-                                 daemon=False)
+        process = _spawn.Process(target=_serve_one, daemon=False,
+                                 args=(self.config, os.getpid(), self.configure_logging))
         process.start()
         return process
 

@@ -185,7 +185,7 @@ def mask_secrets(text: str, mask: str = WITHHELD) -> str:
     ``mask``, whole: our prefixed secrets, PEM private keys, bearer tokens, URLs carrying a
     credential. Bare 64-hex-digit values are left alone: in a log line they are transaction
     hashes and charge ids far more often than keys, and a caller that holds a key masks it
-    by its value (ops/logs.py)."""
+    by its value (router/log_mask.py)."""
     for _, pattern, _ in _SECRET_VALUES:
         if pattern is not _RAW_KEY and pattern.search(text):
             text = _mask_each(pattern, text, mask)

@@ -8,8 +8,9 @@ import logging
 import pytest
 from eth_account import Account
 
-from ops.logs import MASK, stderr_logging, withhold
+from ops.logs import stderr_logging, withhold
 from payments.chain.in_process import DEPLOYER_KEY, RELAYER_KEY
+from router.log_mask import MASK
 from router.settings import Settings
 from tests.chain.world import recipient
 from tests.ops.conftest import Ops
