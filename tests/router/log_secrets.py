@@ -11,9 +11,9 @@ uvicorn's logger (its own handler), SQLAlchemy's and aiohttp's (the root's), and
 in a message, in its arguments and in a traceback, and warns them in a Python warning, then
 logs ``LEAKED`` through the root. With
 ``LOG_SECRETS_FAIL`` set, building the service fails instead, with the secrets in the
-exception, which ends the command. The wraps are put in at import: multiprocessing's spawn
-imports this module (the command's ``__main__``) in each process before the server's code
-runs there.
+exception, which ends the command. The wraps are put in at import as the command: multiprocessing's spawn
+imports this module (the command's ``__main__``, as ``__mp_main__``) in each process
+before the server's code runs there.
 """
 
 from __future__ import annotations
@@ -70,9 +70,13 @@ def failing_create_app(settings: Settings) -> router.app.Service:
     raise ConnectionError(f"cannot reach {' '.join(secrets_of(settings))}")
 
 
-router.app.open_resources = leaking_resources
-if os.environ.get("LOG_SECRETS_FAIL"):
-    vars(router.cli)["create_app"] = failing_create_app  # the name router.cli calls
+# Only as the command (``__main__``) and in the processes it spawns (``__mp_main__``):
+# imported by name (the test module reads LEAKED) it must leave the router as it is, or
+# every server a later test starts in that process would leak and warn.
+if __name__ in ("__main__", "__mp_main__"):
+    router.app.open_resources = leaking_resources
+    if os.environ.get("LOG_SECRETS_FAIL"):
+        vars(router.cli)["create_app"] = failing_create_app  # the name router.cli calls
 
 if __name__ == "__main__":
     sys.exit(router.cli.main())
