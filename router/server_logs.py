@@ -63,6 +63,10 @@ def configure_logging(settings: Settings) -> None:
         handler.addFilter(_MASK)
         root.addHandler(handler)
     root.setLevel(logging.INFO)
+    # httpx writes every request's full URL at INFO (the SDK's calls in dev, webhook
+    # deliveries, manifest fetches): an access log of our outgoing calls, whose query
+    # strings can carry short-lived codes, as the one we do not write (docs/decisions.md).
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     # A library's warning is a line too; Python would write it to stderr unmasked.
     logging.captureWarnings(True)
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from uvicorn.logging import DefaultFormatter
 
 from router.log_mask import MASK, SecretMask
+from router.server_logs import configure_logging
+from router.settings import Settings
 
 SECRET = "Hunter-2-Secret"
 
@@ -54,3 +57,21 @@ def test_uvicorns_colour_copy_of_a_message_is_not_written(
     line = out.getvalue()
     assert SECRET not in line
     assert f"running on {MASK}" in line
+
+
+def test_the_server_writes_no_line_per_outgoing_request(tmp_path: Path) -> None:
+    """httpx says each request's full URL at INFO, query string and all: with the server's
+    logging (INFO and up), an access log of its outgoing calls, which it does not write."""
+    root, httpx_log = logging.getLogger(), logging.getLogger("httpx")
+    handlers, level, httpx_level = list(root.handlers), root.level, httpx_log.level
+    try:
+        configure_logging(Settings(database_url=f"sqlite:///{tmp_path / 'svc.db'}"))
+        assert root.isEnabledFor(logging.INFO)
+        assert not httpx_log.isEnabledFor(logging.INFO)
+        assert httpx_log.isEnabledFor(logging.WARNING)
+    finally:
+        for handler in set(root.handlers) - set(handlers):
+            root.removeHandler(handler)
+        root.setLevel(level)
+        httpx_log.setLevel(httpx_level)
+        logging.captureWarnings(False)
