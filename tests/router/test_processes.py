@@ -3,6 +3,7 @@ each process a real server listening on the same port, sharing Redis and the dat
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -105,6 +106,8 @@ def serving(env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
     try:
         yield proc
     finally:
+        # Named first: once their parent is gone they are no longer its children.
+        workers = workers_of(proc.pid)
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
@@ -112,8 +115,9 @@ def serving(env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
             except subprocess.TimeoutExpired:
                 proc.kill()
         # The workers share our session; a parent killed above must not leave them behind.
-        for pid in workers_of(proc.pid):
-            os.kill(pid, signal.SIGKILL)
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):  # most ended with their parent
+                os.kill(pid, signal.SIGKILL)
         if proc.stdout is not None:
             proc.stdout.close()
 
