@@ -174,7 +174,8 @@ class WalletApi:
         account = dev_account(self.c.secret_key)
         chain = self.c.chain()
         if isinstance(chain, InProcessChain):
-            # The in-process TestUSDC faucet: the dev wallet always holds test funds.
+            # The in-process TestUSDC faucet: the dev wallet always holds test funds. A
+            # node's chain (dev against a node) is reads only: no faucet, nothing signed.
             await anyio.to_thread.run_sync(chain.top_up, account.address, DEV_FUNDS_ATOMIC)
         return JSONResponse({"address": account.address,
                              "chainId": hex(self.c.params.chain_id)}, headers=NO_STORE)

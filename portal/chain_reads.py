@@ -1,7 +1,8 @@
 """Chain reads for the portal: the token's permit nonce and a balance, off the event loop.
 
-A chain that is down never breaks a page: the nonce falls back to the ledger's own
-record and the balance is shown as unknown.
+They need no key: a server without one (its chain workers run elsewhere) reads its node as
+one with a key does. A chain that is down never breaks a page: the nonce falls back to the
+ledger's own record and the balance is shown as unknown.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ import logging
 
 import anyio.to_thread
 
-from payments.chain.gateway import ChainError, ChainGateway
+from payments.chain.gateway import ChainError, ChainReads
 
 log = logging.getLogger(__name__)
 
 
-async def permit_nonce(chain: ChainGateway | None, owner: str) -> int | None:
+async def permit_nonce(chain: ChainReads | None, owner: str) -> int | None:
     if chain is None:
         return None
     try:
@@ -25,7 +26,7 @@ async def permit_nonce(chain: ChainGateway | None, owner: str) -> int | None:
         return None
 
 
-async def usdc_balance(chain: ChainGateway | None, owner: str) -> int | None:
+async def usdc_balance(chain: ChainReads | None, owner: str) -> int | None:
     if chain is None:
         return None
     try:

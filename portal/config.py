@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from payments.chain.gateway import ChainGateway
+from payments.chain.gateway import ChainReads
 from payments.chain.params import ChainParams
 from payments.developer.services import DeveloperServices
 from payments.ledger.config import LedgerConfig
@@ -17,7 +17,9 @@ class PortalConfig:
     services: DeveloperServices  # units of work (``run``) and the clock
     ledger: LedgerConfig
     dev: bool  # dev mode: the dev wallet exists; never outside dev
-    chain: Callable[[], ChainGateway | None]  # opened by the lifespan; None without a node
+    # Opened by the lifespan; None before it. Reads only: nothing the portal serves signs
+    # (the dev wallet's faucet is the in-process chain's, dev only).
+    chain: Callable[[], ChainReads | None]
 
     @property
     def portal_url(self) -> str:

@@ -49,7 +49,7 @@ from payments.webhooks.api import WebhookApi
 from portal.config import PortalConfig
 from portal.routes import legacy_launch_routes, portal_app
 from router.app_directory import AppDirectory
-from router.chain import open_chain, open_reads, start_workers
+from router.chain import open_chain, start_workers
 from router.chain_params import chain_params
 from router.client_address import ClientAddress
 from router.fast_path import FastPath
@@ -170,12 +170,11 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
                              else InMemoryRateLimiter())
         await bus.start()
         resources.http = make_session(settings, ssl_context=resources.origin_tls)
-        resources.chain = await asyncio.to_thread(open_chain, settings, chain_params(settings),
-                                                  sessions)
-        if resources.chain is None:
-            resources.chain_reads = open_reads(settings, chain_params(settings))
-        if resources.chain is not None and settings.chain_workers:
-            resources.workers = start_workers(settings, sessions, resources.chain)
+        chain = await asyncio.to_thread(open_chain, settings, chain_params(settings), sessions)
+        resources.chain = chain.reads
+        if chain.gateway is not None:  # only with chain workers: the one thing that signs
+            resources.workers = start_workers(settings, sessions, chain.gateway)
+            resources.relayer = chain.relayer
         resources.webhooks = await WebhookWorkers.start(settings, engine, sessions)
         yield resources
     finally:
@@ -192,7 +191,7 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
             await resources.redis.aclose()
         engine.dispose()
         resources.http = resources.bus = resources.redis = resources.directory = None
-        resources.limiter = resources.chain = resources.chain_reads = resources.workers = None
+        resources.limiter = resources.chain = resources.workers = resources.relayer = None
         resources.engine = resources.sessions = None
 
 

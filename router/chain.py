@@ -1,19 +1,20 @@
-"""Wiring the chain: which gateway the settings choose, and the in-server workers."""
+"""Wiring the chain: what the settings choose (the reads every server serves, the gateway
+only for the chain workers), and the in-server workers."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.chain.allowlist import ledger_allowed, mirror_to_dev_chain, sync_allowlist
 from payments.chain.batching import BatchPolicy
-from payments.chain.gateway import ChainError, ChainGateway
+from payments.chain.gateway import ChainError, ChainGateway, ChainReads
 from payments.chain.in_process import InProcessChain
 from payments.chain.json_rpc import JsonRpcChain, read_only
 from payments.chain.params import ChainParams
-from payments.chain.reader import ChainReader
 from payments.chain.relayer import OnRelayed, no_hook
 from payments.chain.workers import BackgroundWorkers, ChainCycle
 from router.settings import Settings
@@ -21,33 +22,48 @@ from router.settings import Settings
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class ServerChain:
+    """What a server opens: the reads its requests ask (the portal's wallet reads,
+    /statusz), and the gateway only where this process runs the chain workers with a key.
+    Nothing a request reaches holds a signer (router/resources.py keeps only ``reads``)."""
+
+    reads: ChainReads
+    gateway: ChainGateway | None = None
+
+    @property
+    def relayer(self) -> str | None:
+        """The address this process signs for; None: it signs nothing."""
+        return None if self.gateway is None else self.gateway.relayer
+
+
 def open_chain(settings: Settings, params: ChainParams,
-               sessions: sessionmaker[Session]) -> ChainGateway | None:
-    """The gateway, or None when the JSON-RPC chain has no relayer key (statusz says so)."""
+               sessions: sessionmaker[Session]) -> ServerChain:
+    """The chain the settings choose; a JSON-RPC chain's allowlist is read into the ledger
+    at start (a read: with or without a key)."""
     if settings.chain_backend == "in_process":
         # A fresh EVM each start, allowlisting what the ledger calls allowed (dev seeds it).
-        return InProcessChain.start(allowed_recipients=sorted(ledger_allowed(sessions)))
-    if not settings.relayer_key:
-        log.warning("json_rpc chain without a relayer key: nothing is relayed or settled")
-        return None
+        chain = InProcessChain.start(allowed_recipients=sorted(ledger_allowed(sessions)))
+        return ServerChain(chain, chain if settings.chain_workers else None)
     assert settings.chain_rpc_url is not None
-    chain = JsonRpcChain.connect(settings.chain_rpc_url, params, settings.relayer_key,
-                                 confirmations=settings.chain_confirmations,
-                                 max_fee_per_gas=settings.chain_max_fee_per_gas)
+    gateway: JsonRpcChain | None = None
+    if settings.chain_workers and settings.relayer_key:
+        gateway = JsonRpcChain.connect(settings.chain_rpc_url, params, settings.relayer_key,
+                                       confirmations=settings.chain_confirmations,
+                                       max_fee_per_gas=settings.chain_max_fee_per_gas)
+    elif settings.chain_workers:
+        log.warning("json_rpc chain without a relayer key: this server was asked to run the "
+                    "chain workers, but it relays and settles nothing (/statusz: "
+                    "not_configured); its reads need no key")
+    # Without chain workers a key, if set, stays unused: `svc-ops chain run` signs.
+    reads: ChainReads = gateway if gateway is not None else read_only(
+        settings.chain_rpc_url, params, confirmations=settings.chain_confirmations,
+        max_fee_per_gas=settings.chain_max_fee_per_gas)
     try:
-        sync_allowlist(sessions, chain)  # the contract is the truth: read it into the ledger
+        sync_allowlist(sessions, reads)  # the contract is the truth: read it into the ledger
     except ChainError as exc:  # the node may be down now; statusz and `svc-ops` tell
         log.warning("allowlist sync at start failed: %s", exc)
-    return chain
-
-
-def open_reads(settings: Settings, params: ChainParams) -> ChainReader | None:
-    """The JSON-RPC chain's reads, for a server without a relayer key: /statusz tells the
-    node's state and the missing key apart (router/health.py). No request is made here."""
-    if settings.chain_backend != "json_rpc" or settings.chain_rpc_url is None:
-        return None
-    return read_only(settings.chain_rpc_url, params, confirmations=settings.chain_confirmations,
-                     max_fee_per_gas=settings.chain_max_fee_per_gas)
+    return ServerChain(reads, gateway)
 
 
 def start_workers(settings: Settings, sessions: sessionmaker[Session],

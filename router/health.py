@@ -76,56 +76,41 @@ class Status:
             return {"status": "down", "detail": type(exc).__name__}
 
     async def _chain(self) -> dict[str, Any]:
-        chain = self._resources.chain
+        """The chain's reads (a server needs no key for them), and what this process's
+        chain workers need to sign when it runs them. Servers without chain workers sign
+        nothing: the relayer is `svc-ops chain run`'s (chainWorker tells of it)."""
+        reads, relayer = self._resources.chain, self._resources.relayer
         backend = self._settings.chain_backend
-        if chain is None:
-            return await self._chain_without_key(backend)
-        try:
-            # Without chain workers this process signs nothing: its key is not the relayer's
-            # (docs/deploy.md), so only the reads are checked; chainWorker tells of the
-            # relayer.
-            sends = self._settings.chain_workers
-            readiness = await asyncio.wait_for(
-                asyncio.to_thread(lambda: chain.readiness(sends=sends)), timeout=3)
-        except Exception as exc:
-            return {"status": "down", "backend": backend, "detail": type(exc).__name__}
-        status = readiness.status
-        if status == "ok" and backend == "in_process":
-            status = "embedded"  # a real EVM, inside this process: nothing to reach
-        found = {"status": status, "backend": backend, "workers": self._settings.chain_workers,
-                 **readiness.detail}
-        if backend == "json_rpc":
-            found["relayerKey"] = "configured"
-        return found
-
-    async def _chain_without_key(self, backend: str) -> dict[str, Any]:
-        """A JSON-RPC chain and no relayer key: the node's reads say whether the chain is
-        up, and ``relayerKey`` says the key is missing. Without it a server with chain
-        workers relays and settles nothing (``not_configured``, required); one without them
-        needs none to serve (the relayer is `svc-ops chain run`'s)."""
-        reads = self._resources.chain_reads
+        keyless = backend == "json_rpc" and not self._settings.relayer_key
         found: dict[str, Any] = {"status": "down", "backend": backend,
-                                 "workers": self._settings.chain_workers,
-                                 "relayerKey": "not_configured"}
+                                 "workers": self._settings.chain_workers}
+        if backend == "json_rpc":
+            found["relayerKey"] = "not_configured" if keyless else "configured"
         if reads is None:
             return {**found, "detail": "not started"}
         try:
-            readiness = await asyncio.wait_for(asyncio.to_thread(reads.readiness_of), timeout=3)
+            readiness = await asyncio.wait_for(asyncio.to_thread(
+                lambda: reads.readiness_of(relayer, named="the relayer key")), timeout=3)
         except Exception as exc:
             return {**found, "detail": type(exc).__name__}
         found.update(status=readiness.status, **readiness.detail)
-        if readiness.status != "ok":
-            return found
-        if self._settings.chain_workers:
-            found.update(status="not_configured", detail=(
-                f"the node answers, but {ENV_PREFIX}RELAYER_KEY is unset and this server runs "
-                "the chain workers: nothing is relayed or settled"))
-        else:
-            found["detail"] = (f"the node answers; {ENV_PREFIX}RELAYER_KEY is unset: this "
-                               "server signs nothing (`svc-ops chain run` relays and settles) "
-                               "and the portal's wallet reads (permit nonce, USDC balance) "
-                               "are unavailable")
+        if readiness.status == "ok" and backend == "in_process":
+            found["status"] = "embedded"  # a real EVM, inside this process: nothing to reach
+        if readiness.status == "ok" and keyless:
+            found.update(self._without_key())
         return found
+
+    def _without_key(self) -> dict[str, str]:
+        """A JSON-RPC chain that answers, and no relayer key: a server with chain workers
+        relays and settles nothing (``not_configured``, required); one without them needs
+        none, its reads (the portal's wallet reads too) ask the node with no key."""
+        if self._settings.chain_workers:
+            return {"status": "not_configured", "detail": (
+                f"the node answers, but {ENV_PREFIX}RELAYER_KEY is unset and this server runs "
+                "the chain workers: nothing is relayed or settled")}
+        return {"detail": (f"the node answers; {ENV_PREFIX}RELAYER_KEY is unset: this server "
+                           "signs nothing (`svc-ops chain run` relays and settles) and reads "
+                           "the chain without a key")}
 
     async def _chain_worker(self) -> dict[str, Any]:
         """The age of the chain workers' heartbeats (payments/chain/heartbeat.py). Required

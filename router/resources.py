@@ -10,8 +10,7 @@ import redis.asyncio as aioredis
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.chain.gateway import ChainGateway
-from payments.chain.reader import ChainReader
+from payments.chain.gateway import ChainReads
 from payments.chain.workers import BackgroundWorkers
 from payments.ratelimit import RateLimiter
 from router.app_directory import AppDirectory
@@ -32,11 +31,12 @@ class Resources:
     bus: ChangeBus | None = None
     directory: AppDirectory | None = None
     limiter: RateLimiter | None = None
-    chain: ChainGateway | None = None
-    # A JSON-RPC chain with no relayer key has no gateway, only its reads: /statusz asks them
-    # so that a node that answers is not reported down for the key that is missing.
-    chain_reads: ChainReader | None = None
+    # The chain as every request reads it (the portal's wallet reads, /statusz): typed as
+    # reads, which need no key, so no request reaches a signer through it. The gateway goes
+    # to the chain workers alone (router/chain.py).
+    chain: ChainReads | None = None
     workers: BackgroundWorkers | None = None
+    relayer: str | None = None  # the address this process's chain workers sign for
     # Whose certificates developer origins must present (proxy and runtime verification);
     # None: the system trust store. Tests set their own CA.
     origin_tls: ssl.SSLContext | None = None

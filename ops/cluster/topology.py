@@ -44,11 +44,6 @@ from router.settings import Settings, load_settings
 BIN = Path(sys.executable).parent
 DOMAIN = "localhost"
 APPS_DOMAIN = f"apps.{DOMAIN}"
-# The servers' chain key, as docs/deploy.md has it: a key of their own that nothing sends
-# with, never the relayer's. Not a relayer of the spender and never funded, so the cluster
-# runs the documented setup (the servers' statusz checks the chain's reads only, and the
-# relayer shows through `svc-ops chain run`'s heartbeat).
-SERVER_CHAIN_KEY = "0x" + "5e" * 32
 
 
 @dataclass
@@ -114,8 +109,8 @@ class Cluster:
         return self.postgres.url.rsplit("/", 1)[0] + "/svc"
 
     def env(self, **extra: str) -> dict[str, str]:
-        """The environment of every server and worker process (the servers replace the
-        relayer key with their own, ``SERVER_CHAIN_KEY``)."""
+        """The environment of every worker and ``svc-ops`` process; the servers' is this
+        without the relayer key (:meth:`server_env`)."""
         assert self.chain is not None
         params = self.chain.params
         base = {k: v for k, v in os.environ.items() if not k.startswith("SVCSRV_")}
@@ -138,6 +133,14 @@ class Cluster:
             **self.options.settings, **extra,
         }
         return {**base, **{f"SVCSRV_{k}": v for k, v in values.items()}}
+
+    def server_env(self, port: int) -> dict[str, str]:
+        """A server's environment: no relayer key at all, as docs/deploy.md has it. Its
+        chain reads need none (its /statusz checks them alone) and it signs nothing: the
+        relayer shows through `svc-ops chain run`'s heartbeat."""
+        env = self.env(BIND_PORT=str(port))
+        del env["SVCSRV_RELAYER_KEY"]
+        return env
 
     # -- start and stop -------------------------------------------------------------------
 
@@ -215,8 +218,7 @@ class Cluster:
         name = f"server-{index + 1}"
         proc = self.procs.start(name, [str(BIN / "svc-server"), "serve"],
                                 self.logs / f"{name}.log",
-                                env=self._named(name, self.env(BIND_PORT=str(instance.port),
-                                                               RELAYER_KEY=SERVER_CHAIN_KEY)))
+                                env=self._named(name, self.server_env(instance.port)))
         instance.proc = proc
         wait_until(lambda: listeners(instance.port) >= self.options.processes
                    and _get(instance.port, f"api.{DOMAIN}:{self.options.edge_port}",

@@ -1,4 +1,7 @@
-"""The chain as the rest of the service sees it: a small Protocol and plain data.
+"""The chain as the rest of the service sees it: small Protocols and plain data.
+
+:class:`ChainReads` is what a server's requests read, with no key; :class:`ChainGateway` is
+those reads plus the relayer's key, for the chain workers.
 
 Two real implementations sit side by side: :mod:`payments.chain.in_process` (eth-tester +
 py-evm, the embedded default) and :mod:`payments.chain.json_rpc` (a node over HTTP). Both
@@ -119,8 +122,29 @@ class Readiness:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
 
-class ChainGateway(Protocol):
-    """What the relayer, the settlement worker and reconciliation need from a chain."""
+class ChainReads(Protocol):
+    """What a server's requests ask of the chain: reads that need no key. A server holds
+    only this (``router/resources.py``), whatever its settings: what signs is a
+    :class:`ChainGateway`, which only the chain workers get."""
+
+    def allowed_recipient(self, recipient: str) -> bool: ...
+
+    def permit_nonce(self, owner: str) -> int: ...
+
+    def usdc_balance(self, owner: str) -> int:
+        """The token balance the portal and the wallet card show (never as the budget)."""
+        ...
+
+    def readiness_of(self, relayer: str | None = None, *,
+                     named: str | None = None) -> Readiness:
+        """The chain's reads (chain id, the spender's code and token); with a ``relayer``
+        address, also what its signing needs. ``named``: how problems name the relayer."""
+        ...
+
+
+class ChainGateway(ChainReads, Protocol):
+    """What the relayer, the settlement worker and reconciliation need from a chain: the
+    reads, and the relayer's key to sign with."""
 
     @property
     def params(self) -> ChainParams: ...
@@ -180,7 +204,7 @@ class ChainGateway(Protocol):
         """Forget locally allocated nonces (after an error) and re-read them from the chain."""
         ...
 
-    # Reads.
+    # Reads beyond a server's.
     def block_number(self) -> int: ...
 
     def is_settled(self, charge_id: bytes) -> bool: ...
@@ -188,15 +212,7 @@ class ChainGateway(Protocol):
     def charge_settled_logs(self, from_block: int, to_block: int,
                             charge_id: bytes | None = None) -> list[ChargeSettledLog]: ...
 
-    def allowed_recipient(self, recipient: str) -> bool: ...
-
     def allowance(self, owner: str) -> int: ...
-
-    def permit_nonce(self, owner: str) -> int: ...
-
-    def usdc_balance(self, owner: str) -> int:
-        """The token balance the portal and the wallet card show (never as the budget)."""
-        ...
 
     def readiness(self, *, sends: bool = True) -> Readiness:
         """``sends``: also whether this key can sign (a relayer of the spender, gas money,

@@ -97,9 +97,7 @@ class Web3Chain(ChainReader):
         self._nonces.reset()
 
     def readiness(self, *, sends: bool = True) -> Readiness:
-        """The chain's reads; with ``sends``, also what signing with this key needs. A
-        server that runs no chain workers sends nothing, and its key is by design not the
-        relayer's (docs/deploy.md)."""
+        """The chain's reads; with ``sends``, also what signing with this key needs."""
         return self.readiness_of(self.relayer if sends else None, named="the relayer key")
 
     def _sign(self, fn: ContractFunction, gas: int) -> SignedTx:

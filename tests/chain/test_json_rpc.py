@@ -410,7 +410,7 @@ def test_fees_above_the_operator_cap_sign_nothing_until_they_fall(
     says why; once it falls the charges settle offering at most the cap."""
     world = rpc_world
     monkeypatch.setenv("SVCSRV_CHAIN_MAX_FEE_PER_GAS", str(5 * GWEI))
-    chain = open_chain(load_settings(), node.params, world.sessions)  # as the server does
+    chain = open_chain(load_settings(), node.params, world.sessions).gateway  # as a server
     assert isinstance(chain, JsonRpcChain)
     eth = Web3(HTTPProvider(node.url)).eth
     user, later = wallet(24), wallet(25)

@@ -40,7 +40,7 @@ OPERATOR = {
     "SECRET_KEY": "k" * 40, "SMTP_HOST": "smtp.example.com",
     "SMTP_FROM": "no-reply@example.com", "CHAIN_RPC_URL": "https://rpc.example.com",
     "SPENDER_ADDRESS": "0x" + "11" * 20, "ROUTER_ADDRESSES": "203.0.113.10",
-    "SERVER_CHAIN_KEY": "0x" + "22" * 32, "RELAYER_KEY": "0x" + "33" * 32,
+    "RELAYER_KEY": "0x" + "33" * 32,
     "TLS_DIR": "/srv/tls",
 }
 _REFERENCE = re.compile(r"\$\{(\w+)(?::([-?])([^}]*))?\}")
@@ -190,17 +190,20 @@ def test_servers_run_two_processes_behind_nginx_only(
         settings = settings_of(services[name])
         assert settings.processes == 2
         assert [str(n) for n in settings.trusted_proxies] == [f"{nginx}/32"]
-        assert settings.chain_backend == "json_rpc" and settings.relayer_key
+        # the servers read the chain with no key at all (docs/deploy.md)
+        assert settings.chain_backend == "json_rpc" and settings.relayer_key is None
         # a process that exits hands its queued connections to the other (docs/router.md)
         assert str(services[name]["sysctls"]["net.ipv4.tcp_migrate_req"]) == "1"
     assert address(services["server-1"]) != address(services["server-2"])
 
 
-def test_the_chain_worker_sends_with_a_key_of_its_own(
+def test_only_the_chain_worker_has_a_relayer_key(
         services: dict[str, dict[str, Any]]) -> None:
     worker = settings_of(services["chain"])
     assert worker.relayer_key == OPERATOR["RELAYER_KEY"]
-    assert worker.relayer_key != settings_of(services["server-1"]).relayer_key
+    keyed = {name for name in SVC_SERVICES
+             if "SVCSRV_RELAYER_KEY" in environment(services[name])}
+    assert keyed == {"chain"}
     assert services["webhooks"]["deploy"]["replicas"] == 2
 
 

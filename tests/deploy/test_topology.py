@@ -27,7 +27,7 @@ from payments.developer.keys import KEY_SCOPES, create_key
 from payments.ledger.models import Order
 from payments.models import App
 from payments.products import create_product
-from tests.deploy.kit import Load, client, upstreams
+from tests.deploy.kit import Load, client, mint, upstreams
 from tests.factories import add_developer, add_owned_app
 from tests.support.servers import AiohttpServer, answering
 from tests.support.waits import wait_for
@@ -44,9 +44,9 @@ def test_every_host_is_served_through_tls_by_both_instances(cluster: Cluster) ->
         assert checks["database"]["backend"] == "postgresql"
         assert checks["redis"]["status"] == "ok"
         assert checks["chain"] == {**checks["chain"], "status": "ok", "backend": "json_rpc",
-                                   "workers": False}
-        # The servers' key is their own, not a relayer (docs/deploy.md): only the chain's
-        # reads are theirs to check; the relayer shows through the chain worker's heartbeat.
+                                   "workers": False, "relayerKey": "not_configured"}
+        # The servers have no key (docs/deploy.md): only the chain's reads are theirs to
+        # check; the relayer shows through the chain worker's heartbeat.
         assert "relayer" not in checks["chain"] and "problems" not in checks["chain"]
 
         def worker() -> dict[str, Any]:
@@ -72,8 +72,14 @@ def test_every_host_is_served_through_tls_by_both_instances(cluster: Cluster) ->
     assert not {"x-real-ip", "true-client-ip", "x-original-url"} & set(headers)
     served_by = upstreams(cluster, cluster.access_log()[before:])
     assert set(served_by) == {f"127.0.0.1:{i.port}" for i in cluster.instances}
+    holder = Account.create().address
+    mint(cluster, holder, 1_234_567)
     with client(cluster, "portal") as portal:
         assert portal.get("/demo").status_code == 200
+        # The wallet reads come from the node, though the servers hold no key.
+        for _ in range(4):  # whichever instance and process nginx picks
+            wallet = portal.get("/api/portal/wallet", params={"address": holder}).json()
+            assert (wallet["usdcBalance"], wallet["permitNonce"]) == ("1234567", "0")
     # A Host the servers do not route stops at the edge (tests/deploy/test_compose.py).
     with httpx.Client(base_url=cluster.edge, verify=cluster.client_context(),
                       headers={"host": f"evil.example:{cluster.options.edge_port}"}) as forged:

@@ -93,14 +93,6 @@ def help_text(ops: Ops, *command: str) -> str:
     return ops.capsys.readouterr().out
 
 
-def chain_settings(evm: EvmNode, **overrides: Any) -> dict[str, Any]:
-    params = evm.params
-    return {"chain_backend": "json_rpc", "chain_rpc_url": evm.url, "chain_id": params.chain_id,
-            "spender_address": params.spender, "usdc_address": params.token,
-            "usdc_name": params.token_name, "usdc_version": params.token_version,
-            "chain_confirmations": 1, **overrides}
-
-
 def statusz(start_router: RouterFactory, **settings: Any) -> tuple[int, dict[str, Any]]:
     with start_router(**settings) as router:
         answer = httpx.get(router.url + "/statusz",
@@ -115,7 +107,7 @@ def test_a_server_without_a_key_is_not_down_while_the_node_answers(
     ``not_configured``, as `svc-ops chain status` says from the same settings. With chain
     workers it is the missing key that degrades the server, named as such; a node that does
     not answer is ``down`` either way. It used to be ``down`` in every case."""
-    code, chain = statusz(start_router, **chain_settings(evm, chain_workers=False))
+    code, chain = statusz(start_router, **evm.server_settings(chain_workers=False))
     assert code == 200, chain
     assert (chain["status"], chain["relayerKey"]) == ("ok", "not_configured")
     assert "RELAYER_KEY is unset" in chain["detail"]
@@ -124,12 +116,13 @@ def test_a_server_without_a_key_is_not_down_while_the_node_answers(
                                                             chain["relayerKey"])
     assert {k: operator[k] for k in READS} == {k: chain[k] for k in READS}
 
-    code, chain = statusz(start_router, **chain_settings(evm, chain_workers=True))
+    code, chain = statusz(start_router, **evm.server_settings(chain_workers=True))
     assert code == 503
     assert (chain["status"], chain["relayerKey"]) == ("not_configured", "not_configured")
     assert "nothing is relayed or settled" in chain["detail"]
 
-    code, chain = statusz(start_router, **chain_settings(evm, chain_rpc_url="http://127.0.0.1:9"))
+    nothing = evm.server_settings(chain_rpc_url="http://127.0.0.1:9")  # nothing listens
+    code, chain = statusz(start_router, **nothing)
     assert code == 503
     assert (chain["status"], chain["relayerKey"]) == ("down", "not_configured")
 
@@ -137,8 +130,8 @@ def test_a_server_without_a_key_is_not_down_while_the_node_answers(
 def test_a_server_with_a_key_says_so(start_router: RouterFactory, ops: Ops,
                                      evm: EvmNode) -> None:
     key = RELAYER_KEY.hex()
-    code, chain = statusz(start_router, **chain_settings(evm, relayer_key=key,
-                                                          chain_workers=False))
+    code, chain = statusz(start_router, **evm.server_settings(relayer_key=key,
+                                                              chain_workers=False))
     assert code == 200
     assert (chain["status"], chain["relayerKey"]) == ("ok", "configured")
     operator = status(ops, RELAYER_KEY=key)

@@ -9,11 +9,10 @@ process that serves (the command's own with one process, each spawned one with s
 uvicorn has configured its logging there by then), it logs the settings' secrets through
 uvicorn's logger (its own handler), SQLAlchemy's and aiohttp's (the root's), and the root,
 in a message, in its arguments and in a traceback, and warns them in a Python warning, then
-logs ``LEAKED`` through the root. With
-``LOG_SECRETS_FAIL`` set, building the service fails instead, with the secrets in the
-exception, which ends the command. The wraps are put in at import as the command: multiprocessing's spawn
-imports this module (the command's ``__main__``, as ``__mp_main__``) in each process
-before the server's code runs there.
+logs ``LEAKED`` through the root. With ``LOG_SECRETS_FAIL`` set, building the service fails
+instead, with the secrets in the exception, which ends the command. The wraps are put in at
+import as the command: multiprocessing's spawn imports this module (the command's
+``__main__``, as ``__mp_main__``) in each process before the server's code runs there.
 """
 
 from __future__ import annotations

@@ -38,6 +38,14 @@ class EvmNode:
     def params(self) -> ChainParams:
         return self.chain.params
 
+    def server_settings(self, **overrides: Any) -> dict[str, Any]:
+        """``Settings`` fields of a server on this node, with no relayer key."""
+        params = self.params
+        return {"chain_backend": "json_rpc", "chain_rpc_url": self.url,
+                "chain_id": params.chain_id, "spender_address": params.spender,
+                "usdc_address": params.token, "usdc_name": params.token_name,
+                "usdc_version": params.token_version, "chain_confirmations": 1, **overrides}
+
 
 def as_json(value: Any) -> Any:
     """A tester result as JSON-RPC writes it."""
