@@ -105,21 +105,44 @@ def revision_line(revision: dict[str, Any]) -> str:
     summary = revision["summary"]
     by = revision["appliedBy"].get("username") or revision["appliedBy"]["developerId"]
     rollback = f"  rollback of {revision['rollbackOf']}" if revision["rollbackOf"] else ""
+    # A service from before withheldPaths sends none: nothing to mark.
+    withheld = "  [secrets withheld: no rollback]" if revision.get("withheldPaths") else ""
     return (f"#{revision['number']}  {revision['id']}  {revision['createdAt']}  "
             f"{revision['mode']}  by {by} via {revision['via']}  "
-            f"+{summary['create']} ~{summary['update']} -{summary['disable']}{rollback}")
+            f"+{summary['create']} ~{summary['update']} -{summary['disable']}{rollback}"
+            f"{withheld}")
 
 
 def revision_detail_lines(revision: dict[str, Any]) -> list[str]:
     state = revision.get("state")
-    return [f"Revision {revision_line(revision)}", "Changes it made:",
+    withheld: list[str] = revision.get("withheldPaths") or []
+    if withheld:
+        restored = ["State it left:" if state else
+                    "State it left: not recorded (applied before revisions kept one, or a "
+                    "value in it looked like a secret)."]
+    elif state:
+        restored = ["State it left (what `svc config rollback` to it restores):"]
+    else:
+        restored = ["State it left: not recorded (applied before revisions kept one, or a "
+                    "value in it looked like a secret); a rollback to it applies the config "
+                    "above again, and what that config leaves out keeps the value it has then."]
+    return [f"Revision {revision_line(revision)}", *_withheld_lines(withheld), "Changes it made:",
             *(op_lines(revision["ops"]) or ["  (none)"]), "Config as applied (as sent):",
             *json.dumps(revision["config"], indent=2, sort_keys=False).splitlines(),
-            *(["State it left (what `svc config rollback` to it restores):",
-               *json.dumps(state, indent=2, sort_keys=False).splitlines()] if state else
-              ["State it left: not recorded (applied before revisions kept one, or a value "
-               "in it looked like a secret); a rollback to it applies the config above "
-               "again, and what that config leaves out keeps the value it has then."])]
+            *restored, *(json.dumps(state, indent=2, sort_keys=False).splitlines()
+                         if state else [])]
+
+
+def _withheld_lines(paths: list[str]) -> list[str]:
+    """Why a revision whose secrets were withheld (migrations 0018, 0021) cannot be rolled
+    back to: `svc config rollback` to it is refused, config_revision_withheld."""
+    if not paths:
+        return []
+    return ["Secrets were withheld from this revision, so it cannot be rolled back to: it "
+            "recorded values that look like secrets, before the secret guard refused them, and "
+            "a rollback would write the mark that replaced them where they were "
+            "(config_revision_withheld). Withheld at:", *(f"  {path}" for path in paths),
+            "To go back to it, apply a config with the values you want (`svc config apply`)."]
 
 
 def _shown(value: Any) -> str:

@@ -130,17 +130,21 @@ def refuse_secrets(value: Any, what: str = "The config") -> None:
 
 
 def withhold_secrets(value: Any) -> Any:
-    """``value`` with each string the guard would refuse replaced by :data:`WITHHELD` (an
-    object with a key that looks like one, whole): what a plan's diff may show and a
-    revision record of values set outside config (the product, app and webhook APIs)."""
+    """``value`` with each string that looks like a secret (:func:`looks_like_secret`, or
+    under a key named like a credential) replaced by :data:`WITHHELD`, whole (an object with
+    a key that looks like one, whole): what a plan's diff may show and a revision record of
+    values set outside config (the product, app and webhook APIs), and what migration 0021
+    made of the values revisions recorded before. The mark itself is no secret: a string
+    holding it (a URL whose credential migration 0018 withheld) is kept as it is, so a
+    second pass changes nothing."""
     if isinstance(value, dict):
-        if any(isinstance(key, str) and secret_in(key) is not None for key in value):
+        if any(isinstance(key, str) and looks_like_secret(key) is not None for key in value):
             return WITHHELD
         return {key: WITHHELD if _names_credential(key, item) else withhold_secrets(item)
                 for key, item in value.items()}
     if isinstance(value, list):
         return [withhold_secrets(item) for item in value]
-    if isinstance(value, str) and secret_in(value) is not None:
+    if isinstance(value, str) and looks_like_secret(value) is not None:
         return WITHHELD
     return value
 
@@ -157,18 +161,25 @@ def _problem(path: list[str | int], what: str) -> Problem:
 
 
 def secret_in(text: str) -> str | None:
-    """What secret ``text`` looks like it holds (never the secret itself), or None. WITHHELD
-    is refused too: it stands for a value that is gone, and applying it would write the mark
-    where that value was."""
+    """What the guard refuses ``text`` for (never the secret itself), or None: a secret it
+    looks like it holds (:func:`looks_like_secret`), or WITHHELD, which stands for a value
+    that is gone: applying it would write the mark where that value was."""
+    if (what := looks_like_secret(text)) is not None:
+        return what
+    if WITHHELD in text:
+        return f"the mark of a withheld secret ('{WITHHELD}'), not the value it stood for"
+    return None
+
+
+def looks_like_secret(text: str) -> str | None:
+    """What secret ``text`` looks like it holds (never the secret itself), or None: the
+    guard's rule for a value, whatever key holds it (our prefixed secrets, a raw or PEM
+    private key, a bearer token, a URL carrying a credential)."""
     if _ANY_SECRET_VALUE.search(text):  # one pass for the common case: nothing
         for _, pattern, what in _SECRET_VALUES:
             if pattern.search(text):
                 return what
-    if (carried := url_credential_in(text)) is not None:
-        return carried
-    if WITHHELD in text:
-        return f"the mark of a withheld secret ('{WITHHELD}'), not the value it stood for"
-    return None
+    return url_credential_in(text)
 
 
 def url_credential_in(text: str) -> str | None:

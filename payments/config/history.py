@@ -11,6 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from payments.config.models import ConfigRevision
+from payments.config.rollback import rollback_withheld
 from payments.developer.models import Developer
 from payments.digits import parse_digits
 from payments.errors import ApiError
@@ -96,4 +97,7 @@ def revision_view(revision: ConfigRevision,
             "appliedBy": {"developerId": revision.applied_by,
                           "username": (names or {}).get(revision.applied_by)},
             "via": revision.via, "rollbackOf": revision.rollback_of,
-            "createdAt": revision.created_at.isoformat()}
+            "createdAt": revision.created_at.isoformat(),
+            # Where what a rollback to it restores holds a withheld secret (migrations 0018,
+            # 0021): a rollback is refused, and the list and page say so up front.
+            "withheldPaths": rollback_withheld(revision.config, revision.state)}

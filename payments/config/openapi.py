@@ -43,11 +43,16 @@ WARNING = _obj(["code", "key", "message"], code=STR, key=STR, message=STR,
                skippedWhileDisabled={"type": "integer", "minimum": 1})
 REVISION = _obj(
     ["id", "number", "appId", "mode", "summary", "appliedBy", "via", "rollbackOf",
-     "createdAt"], id=REV, number={"type": "integer", "minimum": 1}, appId=STR,
+     "createdAt", "withheldPaths"], id=REV, number={"type": "integer", "minimum": 1}, appId=STR,
     mode={"enum": ["merge", "mirror"]}, summary=SUMMARY,
     appliedBy=_obj(["developerId", "username"], developerId=STR, username=NSTR),
     via={"enum": ["cli", "console"]}, rollbackOf=NREV, createdAt={"type": "string",
-                                                                  "format": "date-time"})
+                                                                  "format": "date-time"},
+    withheldPaths={"type": "array", "items": STR, "description": (
+        "JSON paths, in what a rollback to this revision would restore (its state; without "
+        "one, its config as sent), of secrets withheld from it since it was recorded "
+        "(migrations 0018 and 0021); a rollback to a revision listing any is refused, 422 "
+        "`config_revision_withheld`")})
 
 
 def _schema() -> dict[str, Any]:

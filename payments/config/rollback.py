@@ -8,8 +8,9 @@ kept (or whose state was not recordable) has only the document as sent: its roll
 applies that, in its own mode, as rollbacks always did, and the plan says that fields and
 resources the document left out keep their current values. Refusing instead would take
 away the only undo such a revision has; the plan shows exactly what it will do. A revision
-whose credentials in URLs were withheld (migration 0018) is refused outright
-(``config_revision_withheld``): restoring it would write the mark where they were.
+whose secrets were withheld (migrations 0018 and 0021: credentials in URLs, values that
+look like secrets) is refused outright (``config_revision_withheld``): restoring it would
+write the mark where they were.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class RollbackTarget:
 def rollback_target(revision: ConfigRevision, app: App) -> RollbackTarget:
     """The document and mode a rollback to ``revision`` plans, under the app's slug now;
     ``config_revision_withheld`` when what it would restore had a credential withheld."""
-    _refuse_withheld(revision, revision.config if revision.state is None else revision.state)
+    _refuse_withheld(revision)
     if revision.state is None:
         return RollbackTarget(_named(revision.config, app.slug), revision.mode, [{
             "code": "rollback_without_state", "key": revision.id,
@@ -48,22 +49,32 @@ def rollback_target(revision: ConfigRevision, app: App) -> RollbackTarget:
     return RollbackTarget(document, STATE_MODE, _kept(document, app, revision.number))
 
 
-def _refuse_withheld(revision: ConfigRevision, document: dict[str, Any]) -> None:
-    """A credential this revision recorded in a URL (before the guard refused them) was
-    withheld by migration 0018: restoring it would write the mark where the credential was,
-    a webhook or Entry URL, a product's fulfillment config. Refused, by path, before the
-    guard, whose own refusal of the mark would not say where it came from."""
-    paths = withheld_paths(document)
+def rollback_withheld(config: dict[str, Any], state: dict[str, Any] | None) -> list[str]:
+    """The paths in what a rollback to a revision would restore (its ``state``; without
+    one, its ``config`` as sent) that hold WITHHELD: where it recorded a secret (before the
+    guard refused them) that migrations 0018 and 0021 withheld. A rollback to a revision
+    with any is refused; the revision views list them (``withheldPaths``) so the console's
+    page and ``svc config revisions`` can say so before anyone tries."""
+    return withheld_paths(config if state is None else state)
+
+
+def _refuse_withheld(revision: ConfigRevision) -> None:
+    """A secret this revision recorded (a credential in a URL, a value that looks like a
+    secret, before the guard refused them) was withheld by migration 0018 or 0021: restoring
+    it would write the mark where the secret was, a webhook or Entry URL, a product's
+    fulfillment config. Refused, by path, before the guard, whose own refusal of the mark
+    would not say where it came from."""
+    paths = rollback_withheld(revision.config, revision.state)
     if paths:
         raise ApiError(
-            "config_revision_withheld", 422, f"Revision {revision.number} recorded credentials "
-            "in URLs (before the secret guard refused them), and they were withheld from it "
-            f"since: a rollback to it would write '{WITHHELD}' where they were "
+            "config_revision_withheld", 422, f"Revision {revision.number} recorded values "
+            "that look like secrets (before the secret guard refused them), and they were "
+            f"withheld from it since: a rollback to it would write '{WITHHELD}' where they were "
             f"({len(paths)} place{'s' if len(paths) > 1 else ''}, listed in errors), so it is "
             "refused. Nothing was changed. To go back to it, apply a config with the values "
             "you want, keeping credentials in your deployment's environment.",
             errors=[{"path": path, "code": "config_revision_withheld",
-                     "message": "A credential recorded here was withheld from this revision."}
+                     "message": "A secret recorded here was withheld from this revision."}
                     for path in paths])
 
 

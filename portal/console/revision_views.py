@@ -2,7 +2,10 @@
 
 A revision holds what the developer's file said (names, URLs, metadata) and what the
 service stored before: all of it is escaped, and the config is shown as JSON text, never
-as markup. A recorded config holds no secret (the API's secret guard refused any).
+as markup. A recorded config holds no secret (the API's secret guard refused any); one
+recorded before the guard refused them had them withheld (migrations 0018 and 0021), and a
+revision whose state (or config) holds the mark is shown as one that cannot be rolled back
+to, as the service refuses it.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from starlette.responses import HTMLResponse
 
+from payments.config.document import WITHHELD
 from payments.config.history import RevisionPage
 from portal.console.layout import Nav, attr, page
 
@@ -82,8 +86,10 @@ def _empty(slug: str) -> str:
 def _row(base: str, r: View, numbers: dict[str, int]) -> str:
     target = r["rollbackOf"]
     rollback = _revision_link(base, target, numbers.get(target)) if target else "—"
+    withheld = ("<br><span class=\"hint\">Secrets withheld: cannot be rolled back to</span>"
+                if r["withheldPaths"] else "")
     return (f"<tr><td><a href=\"{base}/{attr(r['id'])}\">#{r['number']}</a><br>"
-            f"<code class=\"hint\">{escape(r['id'])}</code></td>"
+            f"<code class=\"hint\">{escape(r['id'])}</code>{withheld}</td>"
             f"<td>{_time(r['createdAt'])}</td><td>{_who(r)}</td>"
             f"<td>{escape(r['mode'])}</td><td>{escape(_summary(r['summary']))}</td>"
             f"<td>{rollback}</td></tr>")
@@ -104,20 +110,31 @@ def revision_page(nav: Nav, shown: RevisionShown) -> HTMLResponse:
     return page(f"Config revision #{r['number']} of {slug}", (
         f"<p><a href=\"{base}\">← config revisions of {escape(slug)}</a></p>"
         f"<h1>Config revision #{r['number']}</h1>{details}"
+        f"{_withheld(r['state'] is None, r['withheldPaths'])}"
         f"<section aria-labelledby=\"ops-h\"><h2 id=\"ops-h\">What it changed</h2>"
         f"{_ops(r['ops'])}</section>"
         "<section aria-labelledby=\"config-h\"><h2 id=\"config-h\">Config as applied</h2>"
         "<p class=\"hint\">The document as it was sent; fields it leaves out were left as "
         f"they were.</p><pre><code>{escape(config)}</code></pre></section>"
-        f"{_state(r['state'], r['id'])}"), nav=nav)
+        f"{_state(r['state'], r['id'], r['withheldPaths'])}"), nav=nav)
 
 
-def _state(state: View | None, revision_id: str) -> str:
+def _state(state: View | None, revision_id: str, withheld: list[str]) -> str:
     """The state the revision left, which a rollback to it restores; or why there is none
-    and what a rollback to it does instead."""
+    and what a rollback to it does instead; or, when secrets were withheld from what it
+    would restore, why it cannot be rolled back to."""
     rollback = (f"<code>svc config rollback {escape(revision_id)}</code> (<code>POST "
                 "/api/developer/config/rollback</code>)")
-    if state is None:
+    if withheld and state is None:
+        text = ("<p>Not recorded: this revision was applied before revisions kept the state "
+                "they left, or a value in it then looked like a secret. It cannot be rolled "
+                "back to (see the note above).</p>")
+    elif withheld:
+        shown = json.dumps(state, indent=2, ensure_ascii=False)
+        text = ("<p class=\"hint\">Every field config manages, as this revision left it, "
+                "its secrets withheld: it cannot be rolled back to (see the note above).</p>"
+                f"<pre><code>{escape(shown)}</code></pre>")
+    elif state is None:
         text = ("<p>Not recorded: this revision was applied before revisions kept the state "
                 "they left, or a value in it then looked like a secret. Rolling back to it "
                 f"({rollback}) applies the config above again, in its mode: fields and "
@@ -130,6 +147,26 @@ def _state(state: View | None, revision_id: str) -> str:
                 f"<pre><code>{escape(shown)}</code></pre>")
     return ("<section aria-labelledby=\"state-h\"><h2 id=\"state-h\">State it left</h2>"
             f"{text}</section>")
+
+
+def _withheld(without_state: bool, paths: list[str]) -> str:
+    """Why a revision whose secrets were withheld cannot be rolled back to, up front: the
+    service refuses it (``config_revision_withheld``), so the page offers no rollback.
+    Nothing when ``paths`` is empty."""
+    if not paths:
+        return ""
+    restored = ("its config as sent (it recorded no state)" if without_state
+                else "the state it left")
+    places = "".join(f"<li><code>{escape(path)}</code></li>" for path in paths)
+    return ("<div class=\"alert\" role=\"note\"><p><strong>Secrets were withheld from this "
+            "revision, so it cannot be rolled back to.</strong> It recorded values that look "
+            "like secrets, before the secret guard refused them, and they now read "
+            f"<code>{escape(WITHHELD)}</code>. A rollback would restore {restored}, writing "
+            "that mark where the secrets were, so the service refuses it "
+            "(<code>config_revision_withheld</code>). Withheld here:</p>"
+            f"<ul>{places}</ul><p>To go back to it, apply a config with the values you want "
+            "(<code>svc config apply</code>), keeping credentials in your deployment's "
+            "environment.</p></div>")
 
 
 def _ops(ops: list[View]) -> str:

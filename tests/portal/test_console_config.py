@@ -15,6 +15,7 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.config.document import WITHHELD
 from payments.config.models import ConfigRevision
 from payments.db import transaction, utcnow
 from payments.models import App
@@ -253,3 +254,57 @@ def test_the_page_and_the_api_read_before_alike(console: Console, developer: tup
             assert "'before' must be a revision number" in body["message"]
             assert page.status_code == 400, (value, page.text)
             assert "invalid_field" in page.text and body["message"] in html.unescape(page.text)
+
+
+def test_a_revision_whose_secrets_were_withheld_says_it_cannot_be_rolled_back_to(
+        console: Console, developer: tuple[str, str], sessions: sessionmaker[Session]) -> None:
+    """What migrations 0018 and 0021 leave: a revision whose state (or, without one, config)
+    holds the mark. The service refuses a rollback to it, so its page says why instead of
+    offering one, and the list marks it; a revision without the mark still offers it."""
+    with session_client(console, sessions, developer[0]) as client:
+        first, second, third = three_revisions(client)
+        with transaction(sessions) as session:
+            old = session.get(ConfigRevision, first["id"])
+            bare = session.get(ConfigRevision, second["id"])
+            assert old is not None and old.state is not None and bare is not None
+            state = copy.deepcopy(old.state)
+            state["products"][1]["fulfillmentConfig"] = {"item": "skin", "apiKey": WITHHELD}
+            state["webhooks"][0]["url"] += f"?token={WITHHELD}"
+            old.state = state
+            document = copy.deepcopy(bare.config)
+            document["products"][0]["fulfillmentConfig"] = {"apiKey": WITHHELD}
+            bare.config, bare.state = document, None
+
+        listing = client.get("/apps/arcade/config")
+        assert_strict_page(listing)
+        rows = listing.text.split("<tr>")[2:]  # #3, #2, #1
+        mark = "Secrets withheld: cannot be rolled back to"
+        assert [mark in row for row in rows] == [False, True, True]
+
+        page = client.get(f"/apps/arcade/config/{first['id']}")
+        assert page.status_code == 200
+        assert_strict_page(page)
+        shown = html.unescape(page.text)
+        assert ("Secrets were withheld from this revision, so it cannot be rolled back to."
+                in shown)
+        assert "config_revision_withheld" in shown and "the state it left" in shown
+        assert ("<li><code>$.products[1].fulfillmentConfig.apiKey</code></li>"
+                "<li><code>$.webhooks[0].url</code></li>") in shown
+        assert "svc config rollback" not in shown and "restores this" not in shown
+        assert "Rolling back to it" not in shown
+        # The state is still shown, its secrets withheld; the notice comes before the ops.
+        assert shown.index("cannot be rolled back to") < shown.index("What it changed")
+        assert len(PRE_RE.findall(page.text)) == 2
+
+        no_state = html.unescape(client.get(f"/apps/arcade/config/{second['id']}").text)
+        assert "so it cannot be rolled back to." in no_state
+        assert "its config as sent (it recorded no state)" in no_state
+        assert "<li><code>$.products[0].fulfillmentConfig.apiKey</code></li>" in no_state
+        assert "svc config rollback" not in no_state and "applies the config above" not in no_state
+
+        kept = client.get(f"/apps/arcade/config/{third['id']}").text
+        assert f"<code>svc config rollback {third['id']}</code>" in kept
+        assert "restores this" in kept and "cannot be rolled back to" not in kept
+        refused = client.post(f"{P}/rollback", json={"revision": second["id"],
+                                                     "baseRevision": third["id"]})
+        assert refused.status_code == 422 and refused.json()["code"] == "config_revision_withheld"

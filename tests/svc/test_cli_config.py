@@ -295,7 +295,8 @@ def test_revisions_and_rollback(world: World) -> None:
     detail = ok(world, "config", "revisions", first["id"])["revision"]
     assert detail["config"] == game_config() and detail["number"] == 1
     shown = run(world, "config", "revisions", first["id"]).stdout.splitlines()
-    assert shown[0].startswith(f"Revision #1  {first['id']}")
+    assert shown[0].startswith(f"Revision #1  {first['id']}") and shown[0].endswith("-0")
+    assert "State it left (what `svc config rollback` to it restores):" in shown
     assert "+ product retry" in shown and '      "priceAtomic": "100"' in shown
     assert refused(world, "config", "revisions", "zcfgrev_" + "0" * 30,
                    exit_code=1)["code"] == "config_revision_not_found"
@@ -337,6 +338,17 @@ def test_rollback_to_a_revision_whose_credentials_were_withheld_is_refused(
                         .values(state=state))
     shown = run(world, "config", "revisions", first["id"]).stdout
     assert f"?token={WITHHELD}" in shown
+    # The revision says it cannot be rolled back to, and where, before anyone tries.
+    lines = shown.splitlines()
+    assert lines[0].endswith("  [secrets withheld: no rollback]")
+    assert lines[1].startswith("Secrets were withheld from this revision, so it cannot be "
+                               "rolled back to") and lines[2] == "  $.webhooks[0].url"
+    assert "State it left:" in lines and "rollback` to it restores" not in shown
+    listed = run(world, "config", "revisions").stdout.splitlines()
+    assert [line.endswith("  [secrets withheld: no rollback]") for line in listed] == [
+        False, True]
+    assert [r["withheldPaths"] for r in ok(world, "config", "revisions")["revisions"]] == [
+        [], ["$.webhooks[0].url"]]
     error = refused(world, "config", "rollback", first["id"], "--yes", exit_code=2)
     assert error["code"] == "config_revision_withheld" and "Revision 1" in error["message"]
     assert [e["path"] for e in error["errors"]] == ["$.webhooks[0].url"]
