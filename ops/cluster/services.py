@@ -21,10 +21,11 @@ from pathlib import Path
 import httpx
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
-from web3 import HTTPProvider, Web3
 
 from ops.cluster.processes import Proc, Processes, free_port, wait_until
-from payments.chain.contracts import CONTRACTS_DIR, load_artifact
+from payments.chain.contracts import CONTRACTS_DIR
+from payments.chain.deploy import deploy_local
+from payments.chain.json_rpc import node
 from payments.chain.params import ChainParams
 
 
@@ -178,36 +179,11 @@ def _rpc_answers(url: str) -> bool:
 
 
 def deploy_contracts(url: str) -> ChainParams:
-    w3 = Web3(HTTPProvider(url))
-    owner: LocalAccount = Account.from_key(HARDHAT_OWNER_KEY)
-    token = _create(w3, owner, "TestUSDC", owner.address)
-    spender = _create(w3, owner, "BudgetSpenderV2", token, owner.address)
+    """TestUSDC and BudgetSpenderV2 by account 0, account 1 their relayer: the dev chain's
+    deploy (payments/chain/deploy.py), on the node."""
     relayer: LocalAccount = Account.from_key(HARDHAT_RELAYER_KEY)
-    contract = w3.eth.contract(address=Web3.to_checksum_address(spender),
-                               abi=load_artifact("BudgetSpenderV2").abi)
-    send_transaction(w3, owner, contract.functions.setRelayer(relayer.address, True))
-    return ChainParams(chain_id=int(w3.eth.chain_id), token=token, token_name="Test USDC",
-                       token_version="1", spender=spender, network="hardhat", simulated=True)
-
-
-def _create(w3: Web3, owner: LocalAccount, name: str, *args: object) -> str:
-    artifact = load_artifact(name)
-    factory = w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
-    receipt = send_transaction(w3, owner, factory.constructor(*args))
-    assert receipt["contractAddress"]
-    return str(receipt["contractAddress"])
-
-
-def send_transaction(w3: Web3, owner: LocalAccount, call: object) -> dict[str, object]:
-    tx = call.build_transaction({  # type: ignore[attr-defined]
-        "from": owner.address, "nonce": w3.eth.get_transaction_count(owner.address),
-        "gas": 6_000_000})
-    signed = owner.sign_transaction(tx)
-    receipt = w3.eth.wait_for_transaction_receipt(w3.eth.send_raw_transaction(
-        signed.raw_transaction))
-    if receipt["status"] != 1:
-        raise RuntimeError(f"deploy transaction reverted: {receipt}")
-    return dict(receipt)
+    deployed = deploy_local(node(url), HARDHAT_OWNER_KEY, [relayer.address])
+    return deployed.params(network="hardhat")
 
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"

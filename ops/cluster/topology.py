@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
-from eth_account import Account
-from web3 import HTTPProvider, Web3
 
 from ops.cluster.processes import Proc, Processes, free_port, listeners, wait_until
 from ops.cluster.services import (
@@ -32,12 +30,12 @@ from ops.cluster.services import (
     HardhatNode,
     Postgres,
     Redis,
-    send_transaction,
     start_hardhat,
     start_nginx,
 )
 from ops.cluster.tls import EdgeTls, make_edge_tls
-from payments.chain.contracts import load_artifact
+from payments.chain.allowlist import set_allowed_recipient
+from payments.chain.json_rpc import read_only
 from router.dev import DEMO_PAY_TO
 from router.settings import Settings, load_settings
 
@@ -203,15 +201,12 @@ class Cluster:
         self.allow_recipient(DEMO_PAY_TO)
 
     def allow_recipient(self, address: str) -> None:
-        """Put ``address`` on the spender's allowlist (an owner transaction), as
-        ``svc-ops allowlist add`` would, without recording an operator."""
+        """Put ``address`` on the spender's allowlist: the owner transaction of ``svc-ops
+        allowlist add``, without recording an operator."""
         assert self.chain is not None
-        w3 = Web3(HTTPProvider(self.chain.url))
-        spender = w3.eth.contract(address=Web3.to_checksum_address(self.chain.params.spender),
-                                  abi=load_artifact("BudgetSpenderV2").abi)
-        send_transaction(w3, Account.from_key(HARDHAT_OWNER_KEY),
-                         spender.functions.setAllowedRecipient(
-                             Web3.to_checksum_address(address), True))
+        chain = read_only(self.chain.url, self.chain.params, confirmations=1,
+                          poll_interval=0.05)
+        set_allowed_recipient(chain, HARDHAT_OWNER_KEY, address, True)
 
     def start_instance(self, index: int) -> Proc:
         instance = self.instances[index]

@@ -14,6 +14,10 @@ from eth_utils.crypto import keccak
 
 IN_PROCESS_CHAIN_ID = 131277322940537  # eth-tester's chain id
 IN_PROCESS_DEPLOYER = "0x7E5F4552091A69125d5DfCb7b8C2659029395Bdf"  # eth-tester account 0
+# TestUSDC's EIP-712 domain (contracts/TestUSDC.sol): what permits on the dev chain and the
+# local topology are signed under.
+TEST_USDC_NAME = "Test USDC"
+TEST_USDC_VERSION = "1"
 BASE_SEPOLIA_CHAIN_ID = 84532
 # The label events, deliveries and receipts carry in ``network`` (spec 2.1), by chain id.
 NETWORKS = {BASE_SEPOLIA_CHAIN_ID: "base-sepolia", 8453: "base"}
@@ -54,7 +58,7 @@ def create_address(deployer: str, nonce: int) -> str:
 def in_process_params() -> ChainParams:
     return ChainParams(
         chain_id=IN_PROCESS_CHAIN_ID, token=create_address(IN_PROCESS_DEPLOYER, 0),
-        token_name="Test USDC", token_version="1",  # noqa: S106  (a token name, not a secret)
+        token_name=TEST_USDC_NAME, token_version=TEST_USDC_VERSION,
         spender=create_address(IN_PROCESS_DEPLOYER, 1), network="base-sepolia",
         simulated=True,
     )

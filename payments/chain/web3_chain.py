@@ -20,7 +20,7 @@ from web3 import Web3
 from web3.contract.contract import ContractFunction
 
 from payments.chain.batching import batch_gas_limit
-from payments.chain.gateway import FeeAboveCap, PairPlan, Readiness, SignedTx
+from payments.chain.gateway import FeeAboveCap, PairPlan, SignedTx
 from payments.chain.nonces import NonceAllocator
 from payments.chain.params import ChainParams
 from payments.chain.reader import ChainReader, hex32, refuse_above_cap
@@ -95,10 +95,6 @@ class Web3Chain(ChainReader):
 
     def release_nonces(self) -> None:
         self._nonces.reset()
-
-    def readiness(self, *, sends: bool = True) -> Readiness:
-        """The chain's reads; with ``sends``, also what signing with this key needs."""
-        return self.readiness_of(self.relayer if sends else None, named="the relayer key")
 
     def _sign(self, fn: ContractFunction, gas: int) -> SignedTx:
         return self._simulate_and_sign(self._account, fn, gas,

@@ -27,7 +27,7 @@ from payments.chain.batching import BatchPolicy
 from payments.chain.contracts import load_artifact
 from payments.chain.gateway import FeeAboveCap
 from payments.chain.heartbeat import heartbeats
-from payments.chain.json_rpc import JsonRpcChain
+from payments.chain.json_rpc import JsonRpcChain, read_only
 from payments.chain.models import (
     ChainFinding,
     ChainTransaction,
@@ -57,7 +57,7 @@ from tests.chain.world import Crash, World, crash_at, recipient, wallet
 from tests.conftest import fresh_pg_database
 
 S = SettlementStatus
-SERVER_KEY = "0x" + "5e" * 32  # a key of the servers' own: not a relayer, no gas money
+STRANGER_KEY = "0x" + "5e" * 32  # not a relayer, no gas money
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -95,7 +95,7 @@ def rpc_world(node: HardhatNode, ledger: str) -> Iterator[World]:
 
 def test_permits_batches_and_reconciliation_over_json_rpc(rpc_world: World) -> None:
     world = rpc_world
-    assert world.chain.readiness().status == "ok"
+    assert world.chain.readiness_of(world.chain.relayer).status == "ok"
     alice, bob = wallet(0), wallet(1)
     auths = [world.authorize(alice), world.authorize(bob)]
     seqs = [world.charge(alice), world.charge(bob, "other"), world.charge(alice, product="sword")]
@@ -455,7 +455,7 @@ def test_fees_above_the_operator_cap_sign_nothing_until_they_fall(
     assert sent.tx_hash is not None
     assert int(eth.get_transaction(HexStr(sent.tx_hash))["maxFeePerGas"]) == 5 * GWEI
     assert world.authorization(pending_budget).relay_status == RelayStatus.RELAYED
-    assert chain.readiness().status == "ok"
+    assert chain.readiness_of(chain.relayer).status == "ok"
 
 
 def test_an_owner_transaction_above_the_cap_is_sent_with_the_operators_own_cap(
@@ -594,23 +594,22 @@ def test_findings_are_listed_without_the_relayer_key_or_a_node(
     assert "unknown_charge\tcharge=987654" in out
 
 
-def test_a_servers_own_key_is_checked_for_the_reads_only(node: HardhatNode) -> None:
-    """docs/deploy.md: the servers get a key that is not the relayer's and sends nothing.
-    Their readiness (no chain workers) is the chain's reads; the relayer's checks stay for
-    the key that signs."""
-    own = JsonRpcChain.connect(node.url, node.params, SERVER_KEY, confirmations=1)
-    signing = own.readiness()
+def test_the_reads_alone_name_no_relayer(node: HardhatNode) -> None:
+    """A server without chain workers holds no key and checks the chain's reads only
+    (router/health.py names no relayer); the relayer's checks are for an address that
+    signs, here one that is not a relayer and has no gas money."""
+    reads = read_only(node.url, node.params, confirmations=1)
+    stranger = Account.from_key(STRANGER_KEY).address
+    signing = reads.readiness_of(stranger, named="the relayer key")
     assert signing.status == "down"
     assert signing.detail["problems"] == ["the relayer key is not a relayer of the spender",
                                           "the relayer key has no gas money"]
-    reads = own.readiness(sends=False)
-    assert reads.status == "ok", reads.detail
-    assert "relayer" not in reads.detail and "relayerBalanceWei" not in reads.detail
-    assert reads.detail["chainId"] == node.params.chain_id
-    wrong = JsonRpcChain.connect(node.url, replace(node.params, spender=recipient(2)),
-                                 SERVER_KEY, confirmations=1)
-    assert wrong.readiness(sends=False).detail["problems"] == [
-        "no contract at the spender address"]
+    alone = reads.readiness_of()
+    assert alone.status == "ok", alone.detail
+    assert "relayer" not in alone.detail and "relayerBalanceWei" not in alone.detail
+    assert alone.detail["chainId"] == node.params.chain_id
+    wrong = read_only(node.url, replace(node.params, spender=recipient(2)), confirmations=1)
+    assert wrong.readiness_of().detail["problems"] == ["no contract at the spender address"]
 
 
 def test_svc_ops_chain_run_says_who_it_relays_for_and_beats(
@@ -687,4 +686,5 @@ def test_deploy_relayers_and_status_over_a_node(
     assert svc_ops(["relayer", "remove", address, "--owner-key-file", str(ops_env)]) == 0
     assert svc_ops(["relayer", "status", address]) == 3  # it cannot send any more
     assert capsys.readouterr().out.splitlines()[-1].split("\t")[1] == "not a relayer"
-    assert rpc_world.chain.readiness().status == "ok"  # the servers' contract is untouched
+    chain = rpc_world.chain  # the servers' contract is untouched
+    assert chain.readiness_of(chain.relayer).status == "ok"

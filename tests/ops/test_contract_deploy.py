@@ -1,18 +1,26 @@
 """``svc-ops contract deploy`` (ops/contract.py, payments/chain/deploy.py): the committed
 BudgetSpenderV2 onto a node, before any spender is configured; the address it prints then
-serves the servers' reads and takes owner transactions."""
+serves the servers' reads and takes owner transactions. The dev chain and the local
+topology deploy through the same module, and every contract the three make passes its one
+check once mined."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from eth_account import Account
 from sqlalchemy import select
+from web3 import Web3
 
-from payments.chain.in_process import DEPLOYER_KEY
+from ops.cluster.services import HARDHAT_OWNER_KEY, HARDHAT_RELAYER_KEY, deploy_contracts
+from payments.chain import deploy
+from payments.chain.gateway import ChainError
+from payments.chain.in_process import DEPLOYER_KEY, InProcessChain
 from payments.chain.json_rpc import read_only
+from payments.chain.params import create_address
 from payments.runtime.models import OperatorAction, OperatorActionKind
 from router.settings import SettingsError, load_settings
 from tests.chain.world import recipient
@@ -20,6 +28,7 @@ from tests.ops.conftest import Ops
 from tests.support.evm_node import EvmNode
 
 OWNER = str(Account.from_key(DEPLOYER_KEY).address)
+HARDHAT_OWNER = str(Account.from_key(HARDHAT_OWNER_KEY).address)
 
 
 def test_a_deployed_spender_serves_reads_and_takes_owner_transactions(
@@ -90,3 +99,75 @@ def test_only_the_servers_and_the_chain_commands_need_a_spender(ops: Ops) -> Non
         load_settings(env)
     code, _, err = ops("chain", "status", SPENDER_ADDRESS=None)
     assert code == 2 and "set SVCSRV_SPENDER_ADDRESS" in err and "contract deploy" in err
+
+
+def passed_checks(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """From now on, each contract that passes ``deploy.check_deployed``: (name, address)."""
+    passed: list[tuple[str, str]] = []
+    check = deploy.check_deployed
+
+    def spy(w3: Web3, name: str, address: str, **expected: Any) -> None:
+        check(w3, name, address, **expected)
+        passed.append((name, address))
+    monkeypatch.setattr(deploy, "check_deployed", spy)
+    return passed
+
+
+def test_the_dev_chain_the_topology_and_svc_ops_deploy_through_one_check(
+        ops: Ops, evm: EvmNode, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each contract any of the three deployers makes passes the one check once mined, and
+    is the contract its caller then uses, with its relayer made by the owner."""
+    passed = passed_checks(monkeypatch)
+    dev = InProcessChain.start()
+    assert passed == [("TestUSDC", dev.params.token), ("BudgetSpenderV2", dev.params.spender)]
+    assert dev.is_relayer(dev.relayer)
+
+    # The topology's deploy onto a node: the in-process EVM behind JSON-RPC stands in for
+    # Hardhat, with Hardhat's account 0 given gas money, so the addresses are Hardhat's.
+    evm.chain.fund_gas(HARDHAT_OWNER)
+    topology = deploy_contracts(evm.url)
+    assert passed[2:] == [("TestUSDC", topology.token), ("BudgetSpenderV2", topology.spender)]
+    assert (topology.token, topology.spender) == (create_address(HARDHAT_OWNER, 0),
+                                                  create_address(HARDHAT_OWNER, 1))
+    on_node = read_only(evm.url, topology, confirmations=1)
+    assert on_node.owner() == HARDHAT_OWNER
+    assert on_node.is_relayer(Account.from_key(HARDHAT_RELAYER_KEY).address)
+
+    code, out, err = ops.owner("contract", "deploy", SPENDER_ADDRESS=None)
+    assert code == 0, err
+    assert passed[4:] == [("BudgetSpenderV2", out.split("SPENDER_ADDRESS=")[1].split()[0])]
+
+
+def test_a_deploy_failing_its_check_stops_every_deployer(
+        ops: Ops, evm: EvmNode, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(w3: Web3, name: str, address: str, **expected: Any) -> None:
+        raise ChainError(f"the {name} at {address} is not the one deployed: its owner is ...")
+    monkeypatch.setattr(deploy, "check_deployed", refuse)
+
+    with pytest.raises(ChainError, match=r"TestUSDC at 0x\w+ is not the one deployed"):
+        InProcessChain.start()
+    evm.chain.fund_gas(HARDHAT_OWNER)
+    with pytest.raises(ChainError, match=r"TestUSDC at 0x\w+ is not the one deployed"):
+        deploy_contracts(evm.url)
+    code, out, err = ops.owner("contract", "deploy", SPENDER_ADDRESS=None)
+    assert (code, out) == (1, "")
+    assert "BudgetSpenderV2 at 0x" in err and "is not the one deployed" in err
+    assert "(tx 0x" in err  # so the operator can look it up
+
+
+def test_the_check_names_what_differs(evm: EvmNode) -> None:
+    w3, params = evm.chain.w3, evm.params
+    deploy.check_deployed(w3, "BudgetSpenderV2", params.spender, owner=OWNER,
+                          token=params.token)
+    deploy.check_deployed(w3, "TestUSDC", params.token, owner=OWNER, token=None)
+    differs = [
+        ({"address": recipient(1)}, "it has no code"),
+        ({"owner": HARDHAT_OWNER}, f"its owner is {OWNER}, not {HARDHAT_OWNER}"),
+        ({"token": recipient(2)}, f"its token is {params.token}, not {recipient(2)}"),
+    ]
+    for change, said in differs:
+        given = {"address": params.spender, "owner": OWNER, "token": params.token, **change}
+        with pytest.raises(ChainError) as refused:
+            deploy.check_deployed(w3, "BudgetSpenderV2", **given)
+        assert str(refused.value) == (f"the BudgetSpenderV2 at {given['address']} is not the "
+                                      f"one deployed: {said}")
