@@ -3,7 +3,8 @@
 The fast path's modules are plain, typed Python; ``scripts/build_native.py`` (run by
 ``scripts/install.sh``) compiles them to C extension modules with mypyc, beside their
 sources, where Python's import prefers them. Compiled, the router's Python per proxied
-request takes 0.66x (GET) to 0.72x (POST) of the time (bench/fast_path_cpu.py), and its CPU
+request takes 0.51x (GET) and 0.49x (POST) of the time (bench/fast_path_cpu.py, 2026-11-28;
+0.66x and 0.72x when first compiled), and its CPU
 per request in case 2 of bench/proxy_cases.py fell by about 15% (docs/BENCHMARKS.md,
 docs/decisions.md). The server image builds them in a stage of
 its own (Dockerfile). Without a build (a checkout never installed) the same sources run as
