@@ -96,7 +96,9 @@ PROFILES: dict[int, str] = {
         "the answers its clients abandoned (cutting the connection is how an origin learns "
         "its client left). nginx's own whole-run p99 added varies from round to round on "
         "this box, from about 1 to 62 ms in the runs of 2026-11-27 until 14:00 UTC, and "
-        "from -0.5 to 29.9 ms in the 5 rounds above; the earlier "
+        "from -0.5 to 29.9 ms in 5 rounds at 21:25 UTC (the router: 15.6 to 62.3, median "
+        "30.1), and from 17.0 to 40.1 ms in the 3 rounds above (2026-11-28 02:00 UTC, the "
+        "router 24.1 to 34.1); the earlier "
         "measurements, and the changes they led to, are in this file's history."),
 }
 
