@@ -12,16 +12,14 @@ sign of a key behind it is warned about.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from eth_utils.address import to_checksum_address
 
+from payments.chain.addresses import account_address
 from payments.chain.gateway import Receipt
 from payments.chain.reader import ChainReader
 from payments.chain.relayers import eth
-
-_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 
 
 @dataclass(frozen=True)
@@ -90,7 +88,5 @@ def plan_transfer(chain: ChainReader, new_owner: str) -> OwnershipTransfer:
 
 def transfer_ownership(chain: ChainReader, owner_key: str, new_owner: str) -> Receipt:
     """The owner transaction ``transferOwnership(new_owner)``: irreversible (see above)."""
-    if not _ADDRESS_RE.match(new_owner) or int(new_owner, 16) == 0:
-        raise ValueError("not a 0x address, or the zero address")
-    fn = chain.spender.functions.transferOwnership(to_checksum_address(new_owner))
+    fn = chain.spender.functions.transferOwnership(account_address(new_owner))
     return chain.transact_as(owner_key, fn)

@@ -6,15 +6,14 @@ address at a time.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from eth_utils.address import to_checksum_address
 
+from payments.chain.addresses import account_address
 from payments.chain.gateway import Receipt
 from payments.chain.reader import ChainReader
 
-_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 WEI_PER_ETH = 10**18
 
 
@@ -52,7 +51,5 @@ def standing(chain: ChainReader, address: str) -> RelayerStanding:
 
 def set_relayer(chain: ChainReader, owner_key: str, address: str, allowed: bool) -> Receipt:
     """An owner transaction (operator only): make ``address`` a relayer, or no longer one."""
-    if not _ADDRESS_RE.match(address) or int(address, 16) == 0:
-        raise ValueError("not a 0x address, or the zero address")
-    fn = chain.spender.functions.setRelayer(to_checksum_address(address), allowed)
+    fn = chain.spender.functions.setRelayer(account_address(address), allowed)
     return chain.transact_as(owner_key, fn)
