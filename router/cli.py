@@ -73,10 +73,9 @@ def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
 
 def service_from_environment() -> Service:
     """The app factory each process of a multi-process ``svc-server serve`` imports: the
-    parent checked the same ``SVCSRV_*`` variables before starting it."""
-    settings = load_settings()
-    configure_logging(settings)  # done already by router/processes.py; kept for any caller
-    return create_app(settings)
+    parent checked the same ``SVCSRV_*`` variables before starting it, and the process set
+    up its logging before uvicorn called this (router/processes.py, _serve_one)."""
+    return create_app(load_settings())
 
 
 def serve(settings: Settings) -> int:
