@@ -52,8 +52,8 @@ def uvicorn_log_config() -> dict[str, Any]:
 
 def configure_logging(settings: Settings) -> None:
     """The root's handler, and the settings' secrets in the process's mask; first thing in
-    each process, before anything is said. Again is harmless (the factory of each process
-    of a multi-process serve calls it after router/processes.py did)."""
+    each process, before anything is said. Again is harmless: one handler, the same mask
+    (a process serving in-process routers, as the tests do, calls it more than once)."""
     for value in settings_secrets(settings):
         _MASK.add(value)
     root = logging.getLogger()
