@@ -21,8 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from payments.chain.cursors import locked_cursor
 from payments.chain.gateway import MAX_LOG_BLOCKS, ChainGateway, ChargeSettledLog, Receipt
 from payments.chain.models import ChainCursor, ChainTransaction, FindingKind, TxStatus
-from payments.chain.settlement import batch_of
 from payments.chain.settlement_states import record_finding, settle_charges
+from payments.chain.tx_records import batch_of
 from payments.db import transaction, utcnow
 from payments.ledger.charges import enqueue_event
 from payments.ledger.models import (

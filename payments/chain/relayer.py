@@ -37,8 +37,8 @@ from payments.chain.journal import (
     resolve_replaced,
 )
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
-from payments.chain.settlement import drop_pending, finish_tx, record_signed, signed_tx
 from payments.chain.settlement_states import abandon_charges
+from payments.chain.tx_records import drop_pending, finish_tx, record_signed, signed_tx
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
 from payments.ledger.models import (

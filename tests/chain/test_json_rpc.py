@@ -37,7 +37,8 @@ from payments.chain.models import (
 )
 from payments.chain.reconcile import Reconciler
 from payments.chain.relayer import Relayer
-from payments.chain.settlement import SettlementWorker, signed_tx
+from payments.chain.settlement import SettlementWorker
+from payments.chain.tx_records import signed_tx
 from payments.db import make_engine, make_sessionmaker, transaction, utcnow
 from payments.ledger.models import (
     AuthorizationStatus,

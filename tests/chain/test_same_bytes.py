@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 from payments.chain.gateway import NonceTaken, SignedTx
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
 from payments.chain.reconcile import Reconciler
-from payments.chain.settlement import record_signed
+from payments.chain.tx_records import record_signed
 from payments.db import transaction, utcnow
 from payments.ledger.models import Charge, RelayStatus, SettlementBatch, SettlementStatus
 from tests.chain.world import World, recipient, wallet
