@@ -212,7 +212,9 @@ class BackendClient(_Backend):
                               order_id: str | None = None) -> TrustedCharge:
         """``POST /api/charges`` (scope ``charges:create``), its ``paymentProof`` verified
         with this client's key: a :class:`ProofError` means do not grant, and neither does
-        a charge whose ``delivery.grantable`` is false (see :class:`TrustedCharge`)."""
+        a charge whose ``delivery.grantable`` is false (see :class:`TrustedCharge`).
+        ``developer_user_id`` is the ``merchant_user_id`` the connection was made for,
+        required unless ``order_id`` is given (the service refuses ``missing_field``)."""
         return self._send(self._charge(product_id, developer_user_id, account_connection_id,
                                        idempotency_key, order_id))
 

@@ -324,7 +324,9 @@ COMPONENT_SCHEMAS: dict[str, Any] = {
                                                                      "of this app"),
         idempotencyKey=_str(MAX_KEY_LENGTH, minLength=1),
         developerUserId=_str(200, description="the user the delivery goes to: the "
-                                              "`merchantUserId` the connection was made for"),
+                                              "`merchantUserId` the connection was made "
+                                              "for; required unless `orderId` is sent (the "
+                                              "order's user is taken then)"),
         orderId=_str(48)),
     "OrderRequest": {
         **_obj(["productId", "developerUserId", "idempotencyKey"], productId=_str(48),
@@ -731,8 +733,10 @@ def ledger_paths() -> dict[str, Any]:
                 "at most its `maxAmountAtomic`). A `developerUserId` (or the order's user) "
                 "must be the `merchantUserId` the connection's account handoff was made "
                 "for, else `ACCOUNT_CONNECTION_MISMATCH` and nothing is charged; without "
-                "either, the delivery's `developerUserId` is null (the service keeps only a "
-                "hash of the connection's user). The response carries a `paymentProof`, "
+                "either, `missing_field` (422) and nothing is charged (the service keeps "
+                "only a hash of the connection's user, so it cannot supply it). The "
+                "delivery, its events and the proof carry that user. The response carries "
+                "a `paymentProof`, "
                 f"always. {PROOF_NOTE} {IDEMPOTENCY_NOTE} Answers `cache-control: "
                 "no-store`.",
                 ok="201", ok_schema="TrustedChargeResult", body="TrustedChargeRequest",

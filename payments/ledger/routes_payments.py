@@ -329,10 +329,17 @@ class PaymentRoutes:
                 developer_user_id = codes.bound_user(developer_user_id,
                                                      order.developer_user_id, "order")
             # No user in the loop here: the connection is what says whose wallet pays for
-            # whom, so the grant must go to the account it was made for (spec 1.5).
-            if developer_user_id is not None and not handoffs.made_for(
-                    self.c.secret_key, app.id, connection.merchant_user_hash,
-                    developer_user_id):
+            # whom, so the grant must go to the account it was made for (spec 1.5). The
+            # service keeps only a hash of that account (spec 4.5): it can check a user it
+            # is told, never supply one, so a charge must name it (after the replay above,
+            # so a retry of a charge made while this was allowed still gets its answer).
+            if developer_user_id is None:
+                raise ApiError("missing_field", 422, "Send developerUserId: the "
+                               "merchantUserId this account connection's handoff was made "
+                               "for (or charge an order made for that user).",
+                               field="developerUserId")
+            if not handoffs.made_for(self.c.secret_key, app.id, connection.merchant_user_hash,
+                                     developer_user_id):
                 raise ApiError("ACCOUNT_CONNECTION_MISMATCH", 409, "This account connection "
                                "was made for another user than the developerUserId (or the "
                                "order's user): charge a connection of that user.")

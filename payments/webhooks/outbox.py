@@ -22,7 +22,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Table, bindparam, delete, exists, insert, select, update
+from sqlalchemy import (
+    CursorResult,
+    Select,
+    Table,
+    bindparam,
+    delete,
+    exists,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session, aliased
 
 from payments.errors import ApiError
@@ -192,14 +202,19 @@ def _open_secret(box: SecretBox, endpoint: WebhookEndpoint,
     return secret
 
 
+def legacy_twin(delivery_id: str) -> Select[str]:
+    """The id of the delivery's ``delivery.created`` event, if written: found through
+    ``ix_webhook_events_delivery_id`` (migration 0014), not a scan of every event."""
+    return select(WebhookEvent.id).where(WebhookEvent.delivery_id == delivery_id,
+                                         WebhookEvent.type == LEGACY_TYPE)
+
+
 def _add_legacy_event(session: Session, app_id: str, delivery_id: str,
                       payload: dict[str, Any], now: datetime) -> None:
     """The legacy ``delivery.created`` twin of a delivery's ``payment.delivered`` (spec 6,
     9 item 4): its own event id, the same body otherwise. Only the dispatcher holding the
     first claim of the ``payment.delivered`` row writes it, and only once per delivery."""
-    exists = session.scalar(select(WebhookEvent.id).where(
-        WebhookEvent.delivery_id == delivery_id, WebhookEvent.type == LEGACY_TYPE))
-    if exists is not None:
+    if session.scalar(legacy_twin(delivery_id)) is not None:
         return
     event_id = new_id(IdPrefix.EVENT)
     body = {**payload, "id": event_id, "type": LEGACY_TYPE}

@@ -156,6 +156,7 @@ class Payer:
     account: LocalAccount
     connection_id: str
     summary_code: str
+    user: str  # the merchantUserId the handoff was made for: trusted charges name it
 
 
 @dataclass
@@ -209,14 +210,14 @@ class Shop:
                 "permit": sign_permit(account, value, params=self.params)})
         assert answer.status_code == 200, answer.text
         body = answer.json()
-        return Payer(account, body["summary"]["accountConnectionId"], body["code"])
+        return Payer(account, body["summary"]["accountConnectionId"], body["code"], name)
 
     def charge(self, backend: httpx.Client, product: str, payer: Payer,
                key: str) -> httpx.Response:
         """A trusted-server charge of the payer's connection."""
         return backend.post("/api/charges", json={
             "productId": self.products[product], "accountConnectionId": payer.connection_id,
-            "idempotencyKey": key})
+            "idempotencyKey": key, "developerUserId": payer.user})
 
     def payment_code(self, browser: httpx.Client, payer: Payer, product: str,
                      key: str) -> httpx.Response:

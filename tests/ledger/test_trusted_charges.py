@@ -15,10 +15,13 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.db import transaction
+from payments.ledger import idempotency
 from payments.ledger.models import (
     Authorization,
     Charge,
     Delivery,
+    IdempotencyRecord,
     Order,
     OrderStatus,
     WebhookAttempt,
@@ -142,14 +145,46 @@ def test_an_order_for_another_user_than_the_connection_is_refused(world: PayWorl
             "created"
 
 
-def test_a_charge_naming_no_user_goes_to_no_user(world: PayWorld, connection_id: str) -> None:
-    """Documented (docs/payments.md): the service keeps only a hash of the connection's
-    user, so a charge that names none has a delivery with a null developerUserId."""
-    paid = charge(world, "boost", connection_id, "game:boost:anon", developerUserId=None)
+def test_a_charge_naming_no_user_is_refused_and_charges_nothing(world: PayWorld,
+                                                                connection_id: str) -> None:
+    """A connection is made for one user, but the service keeps only a hash of that user
+    (spec 4.5), so it can neither check nor record a user the charge does not name: a
+    charge with no ``developerUserId`` and no order is refused before anything is written,
+    and the key stays free for the same charge naming the connection's user."""
+    before = money_state(world)
+    missing = charge(world, "boost", connection_id, "game:boost:anon", developerUserId=None)
+    refused(missing, 422, "missing_field")
+    assert missing.json()["field"] == "developerUserId"
+    assert money_state(world) == before
+    paid = charge(world, "boost", connection_id, "game:boost:anon")  # names user-1
     assert paid.status_code == 201, paid.text
+    assert verify_payment_proof(paid.json()["paymentProof"], world.api_key)[
+        "developerUserId"] == "user-1"
     with world.keyed() as backend:
         delivery = backend.get(f"/api/deliveries/{paid.json()['deliveryId']}").json()
-    assert delivery["delivery"]["developerUserId"] is None
+    assert delivery["delivery"]["developerUserId"] == "user-1"
+    with world.sessions() as session:
+        event = session.scalars(select(WebhookEvent)).one()
+        stored = session.scalars(select(Delivery)).one()
+    assert event.payload["delivery"]["developerUserId"] == "user-1"
+    assert stored.developer_user_id == "user-1"
+
+
+def test_a_charge_with_no_user_made_before_it_was_refused_still_replays(
+        world: PayWorld, connection_id: str) -> None:
+    """Its stored answer (30 days) is found before the body is judged: a retry of a charge
+    that named no user while that was accepted gets that charge, not a refusal."""
+    paid = charge(world, "boost", connection_id, "game:boost:old")
+    assert paid.status_code == 201, paid.text
+    with transaction(world.sessions) as session:  # as if stored for a charge naming nobody
+        record = session.scalars(select(IdempotencyRecord).where(
+            IdempotencyRecord.key == "game:boost:old")).one()
+        record.request_hash = idempotency.fingerprint({
+            "productId": world.products["boost"].id, "orderId": None,
+            "accountConnectionId": connection_id, "developerUserId": None})
+    replayed = charge(world, "boost", connection_id, "game:boost:old", developerUserId=None)
+    assert (replayed.status_code, replayed.json()) == (201, paid.json())
+    assert count(world, Charge) == 1
 
 
 def test_policy_gates_trusted_charges(world: PayWorld, connection_id: str) -> None:

@@ -171,7 +171,8 @@ def test_trusted_charge_returns_a_verified_proof(world: SdkWorld, backend: Conne
         assert again.charge_id == charge.charge_id  # a replay, not a second charge
         with pytest.raises(BackendError) as refused:
             client.create_trusted_charge(product_id=world.products["retry"].id,
-                                         account_connection_id=connection_id)
+                                         account_connection_id=connection_id,
+                                         developer_user_id="user-1")
         assert (refused.value.status, refused.value.code) == (403, "TRUSTED_CHARGE_NOT_ALLOWED")
         assert refused.value.idempotency_key is not None
         assert refused.value.idempotency_key.startswith("svc-charge:")
@@ -241,7 +242,8 @@ def test_a_proof_signed_with_another_key_is_refused(world: SdkWorld,
     connection_id = bound_connection(world, backend, "merchant-2")
     with backend() as client:
         charge = client.create_trusted_charge(product_id=world.products["boost"].id,
-                                              account_connection_id=connection_id)
+                                              account_connection_id=connection_id,
+                                              developer_user_id="merchant-2")
     other = backend(key=_key(world, ["deliveries:read"]))
     with pytest.raises(ProofError, match="does not match"):
         other.verify_payment_proof(charge.raw["paymentProof"])

@@ -85,10 +85,12 @@ def test_a_changed_proof_is_refused(world: SdkWorld, backend: Connect) -> None:
         client = backend(url=proxy.url)
         with pytest.raises(ProofError, match="does not match"):
             client.create_trusted_charge(product_id=world.products["boost"].id,
-                                         account_connection_id=connection_id)
+                                         account_connection_id=connection_id,
+                                         developer_user_id="merchant-2")
         with pytest.raises(ProofError, match="deliveryId"):
             client.create_trusted_charge(product_id=world.products["boost"].id,
-                                         account_connection_id=connection_id)
+                                         account_connection_id=connection_id,
+                                         developer_user_id="merchant-2")
     assert proxy.statuses == [201, 201]
 
 
@@ -109,6 +111,7 @@ def test_a_settled_first_charge_claimed_delivered_is_refused(world: SdkWorld,
             with pytest.raises(ProofError, match=expected):
                 client.create_trusted_charge(product_id=world.products["relic"].id,
                                              account_connection_id=connection_id,
+                                             developer_user_id="merchant-3",
                                              idempotency_key="game:relic:claimed")
     assert proxy.statuses == [201, 201]  # the first charge, then its replay
     assert rows(world, Charge) == 1
