@@ -25,12 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from eth_account import Account
+from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from report import write_section  # bench/ is on sys.path when run as a script
 from web3 import EthereumTesterProvider, Web3
 from web3.contract import Contract
 
 from payments.chain.contracts import charge_id, load_artifact
+from payments.chain.deploy import deploy_local
+from payments.chain.in_process import DEPLOYER_KEY
 
 ROUNDS = 5
 AMOUNT = 10_000  # 0.01 USDC
@@ -74,13 +77,16 @@ class Bench:
     def __init__(self) -> None:
         self.w3 = Web3(EthereumTesterProvider())
         self.admin, self.relayer = list(self.w3.eth.accounts)[:2]
-        self.usdc = self._deploy("TestUSDC", self.admin)
-        self.spender = self._deploy("BudgetSpenderV2", self.usdc.address, self.admin)
+        assert Account.from_key(DEPLOYER_KEY).address == self.admin  # eth-tester account 0
+        # As dev, the topology and `svc-ops contract deploy` deploy: the check once mined,
+        # and the relayer made by the owner's setRelayer.
+        deployed = deploy_local(self.w3, "0x" + DEPLOYER_KEY.hex(), [self.relayer])
+        self.usdc = self._contract("TestUSDC", deployed.token.address)
+        self.spender = self._contract("BudgetSpenderV2", deployed.spender.address)
         self.owners = [Account.from_key(keccak(text=f"bench-user-{i}")) for i in range(10)]
         apps = [Account.from_key(keccak(text=f"bench-app-{i}")) for i in range(5)]
         self.recipients = [app.address for app in apps]
         self.sequence = count(1)
-        self._send(self.spender.functions.setRelayer(self.relayer, True), self.admin)
         for owner in self.owners:
             self._send(self.usdc.functions.mint(owner.address, 10**12), self.admin)
             self._relay_permit(owner, 10**12)
@@ -114,13 +120,9 @@ class Bench:
             )
         return [(owner, recipient, charges) for (owner, recipient), charges in grouped.items()]
 
-    def _deploy(self, name: str, *args: Any) -> Contract:
-        artifact = load_artifact(name)
-        factory = self.w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
-        tx_hash = factory.constructor(*args).transact({"from": self.admin, "gas": 5_000_000})
-        address = self.w3.eth.wait_for_transaction_receipt(tx_hash)["contractAddress"]
-        assert address is not None
-        return self.w3.eth.contract(address=address, abi=artifact.abi)
+    def _contract(self, name: str, address: str) -> Contract:
+        return self.w3.eth.contract(address=to_checksum_address(address),
+                                    abi=load_artifact(name).abi)
 
     def _send(self, fn: Any, sender: str) -> int:
         # An explicit gas limit: py-evm's estimation would re-run every transaction.

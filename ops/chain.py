@@ -139,7 +139,8 @@ def _set_allowed(args: argparse.Namespace, settings: Settings,
     # The operator is checked first: a refusal after the transaction would leave an
     # on-chain change nobody recorded. The record follows the receipt, before the sync
     # (which reads the chain again and may fail on its own).
-    from payments.chain.allowlist import set_allowed_recipient, sync_allowlist
+    from payments.chain.allowed_recipients import set_allowed_recipient
+    from payments.chain.allowlist import sync_allowlist
     who = operator_name(args)
     address = checked_address(args.address, "recipient")
     chain = reader(with_fee_cap(settings, args.max_fee_per_gas))

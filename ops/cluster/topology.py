@@ -34,7 +34,7 @@ from ops.cluster.services import (
     start_nginx,
 )
 from ops.cluster.tls import EdgeTls, make_edge_tls
-from payments.chain.allowlist import set_allowed_recipient
+from payments.chain.allowed_recipients import set_allowed_recipient
 from payments.chain.json_rpc import read_only
 from router.dev import DEMO_PAY_TO
 from router.settings import Settings, load_settings

@@ -1,9 +1,9 @@
-"""The spender's recipient allowlist (spec 1 item 5).
+"""The spender's recipient allowlist in the ledger (spec 1 item 5).
 
 The backend only *reads* ``allowedRecipients(pay_to)`` into ``recipient_allowlist_status``;
-owner transactions that change the list are operator commands (``svc-ops allowlist``),
-signed with the owner key the operator supplies, never reachable from a developer's
-browser or client.
+owner transactions that change the list are operator commands (``svc-ops allowlist``,
+:func:`payments.chain.allowed_recipients.set_allowed_recipient`), signed with the owner key
+the operator supplies, never reachable from a developer's browser or client.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ from eth_utils.address import to_checksum_address
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.chain.gateway import Receipt
 from payments.chain.in_process import InProcessChain
-from payments.chain.reader import ChainReader
 from payments.db import transaction
 from payments.models import AllowlistStatus, App
 
@@ -78,19 +76,11 @@ def ledger_allowed(sessions: sessionmaker[Session]) -> set[str]:
 
 def mirror_to_dev_chain(sessions: sessionmaker[Session], chain: InProcessChain) -> int:
     """Dev only, the other direction: the in-process chain starts empty each run, so it
-    allowlists what the ledger (seeded by dev tooling) already calls allowed."""
+    allowlists what the ledger (seeded by dev tooling) already calls allowed, by the
+    operator's owner transaction (``InProcessChain.set_allowed_recipient``)."""
     added = 0
     for address in sorted(ledger_allowed(sessions)):
         if not chain.allowed_recipient(address):
             chain.set_allowed_recipient(address, True)
             added += 1
     return added
-
-
-def set_allowed_recipient(chain: ChainReader, owner_key: str, address: str,
-                          allowed: bool) -> Receipt:
-    """An owner transaction (operator only): add or remove ``address``."""
-    if not _ADDRESS_RE.match(address):
-        raise ValueError("not a 0x address")
-    fn = chain.spender.functions.setAllowedRecipient(to_checksum_address(address), allowed)
-    return chain.transact_as(owner_key, fn)

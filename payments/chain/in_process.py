@@ -4,8 +4,9 @@ A real EVM with the committed artifacts, for dev and tests. eth-tester's first a
 deploys TestUSDC (nonce 0) then BudgetSpenderV2 (nonce 1) through
 :func:`payments.chain.deploy.deploy_local`, as the local topology and ``svc-ops contract
 deploy`` do, so the addresses match :func:`payments.chain.params.in_process_params`; its
-second account is the relayer. Their keys are eth-tester's published test keys, worthless
-anywhere else.
+second account is the relayer. Relayers and allowlisted recipients are set by the owner
+transactions of ``svc-ops relayer add`` and ``svc-ops allowlist add``. The keys are
+eth-tester's published test keys, worthless anywhere else.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from eth_account import Account
 from eth_utils.address import to_checksum_address
 from web3 import EthereumTesterProvider, Web3
 
+from payments.chain.allowed_recipients import set_allowed_recipient
 from payments.chain.deploy import deploy_local
 from payments.chain.gateway import ChainError, Receipt
 from payments.chain.params import IN_PROCESS_DEPLOYER, in_process_params
@@ -75,8 +77,7 @@ class InProcessChain(Web3Chain):
         return other
 
     def set_allowed_recipient(self, recipient: str, allowed: bool) -> Receipt:
-        fn = self.spender.functions.setAllowedRecipient(to_checksum_address(recipient), allowed)
-        return self.transact_as(DEPLOYER_KEY, fn)
+        return set_allowed_recipient(self, _OWNER, recipient, allowed)
 
     def set_relayer(self, relayer: str, allowed: bool) -> Receipt:
         return set_relayer(self, _OWNER, relayer, allowed)

@@ -1,15 +1,22 @@
-"""Helpers over an in-process chain (eth-tester + py-evm) running TestUSDC and BudgetSpenderV2."""
+"""Helpers over an in-process chain (eth-tester + py-evm) running TestUSDC and BudgetSpenderV2.
+
+The contracts are deployed as every other chain's are, through
+:func:`payments.chain.deploy.deploy_local` (and its check once mined), so what these tests
+exercise is what the dev chain, the local topology and ``svc-ops contract deploy`` make.
+The tests then send as eth-tester's unlocked accounts, the owner being account 0.
+"""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import pytest
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
+from eth_utils.address import to_checksum_address
 from eth_utils.crypto import keccak
 from web3 import EthereumTesterProvider, Web3
 from web3.contract import Contract
@@ -17,10 +24,14 @@ from web3.contract.contract import ContractFunction
 from web3.types import TxReceipt
 
 from payments.chain.contracts import RevertInfo, load_artifact, revert_info
+from payments.chain.deploy import deploy_local
+from payments.chain.in_process import DEPLOYER_KEY
 
 GAS = 8_000_000
 BUDGET = 5_000_000  # 5 USDC of allowance per user
 FUNDS = 100_000_000  # 100 USDC minted per user
+
+OWNER_KEY = "0x" + DEPLOYER_KEY.hex()  # eth-tester account 0, the contracts' owner
 
 PairArg = tuple[str, str, list[tuple[bytes, int]]]
 
@@ -103,25 +114,36 @@ class ChainEnv:
         return self.spender.functions.chargeBatch(list(pairs))
 
 
-def deploy(w3: Web3, name: str, sender: str, *args: Any) -> Contract:
-    artifact = load_artifact(name)
-    factory = w3.eth.contract(abi=artifact.abi, bytecode=artifact.bytecode)
-    tx_hash = factory.constructor(*args).transact({"from": sender, "gas": GAS})
-    receipt = w3.eth.wait_for_transaction_receipt(tx_hash)
-    address = receipt["contractAddress"]
-    assert receipt["status"] == 1
-    assert address is not None
-    return w3.eth.contract(address=address, abi=artifact.abi)
-
-
 def deploy_env() -> ChainEnv:
+    """A chain as :func:`deploy_chain` leaves it. That deploy runs once per test process;
+    each call reverts eth-tester to the snapshot taken right after it, so every test starts
+    from the same state, for a tenth of what a deploy costs."""
+    deployed, snapshot = _deployed()
+    deployed.w3.provider.ethereum_tester.revert_to_snapshot(snapshot)  # type: ignore[attr-defined]
+    return replace(deployed, recipients=list(deployed.recipients))
+
+
+@functools.cache
+def _deployed() -> tuple[ChainEnv, int]:
+    env = deploy_chain()
+    return env, env.w3.provider.ethereum_tester.take_snapshot()  # type: ignore[attr-defined]
+
+
+def deploy_chain() -> ChainEnv:
+    """A fresh chain: TestUSDC and BudgetSpenderV2 deployed by ``deploy_local`` (eth-tester's
+    account 0 the owner, account 1 made a relayer), then two recipients allowlisted."""
     w3 = Web3(EthereumTesterProvider())
     owner, relayer, stranger = list(w3.eth.accounts)[:3]
-    usdc = deploy(w3, "TestUSDC", owner, owner)
-    spender = deploy(w3, "BudgetSpenderV2", owner, usdc.address, owner)
-    recipients = [Account.from_key(keccak(text=f"test-app-{i}")).address for i in range(3)]
-    chain = ChainEnv(w3, usdc, spender, owner, relayer, stranger, recipients)
-    chain.ok(spender.functions.setRelayer(relayer, True), owner)
-    for recipient in recipients[:2]:  # the third stays off the allowlist
-        chain.ok(spender.functions.setAllowedRecipient(recipient, True), owner)
-    return chain
+    assert Account.from_key(OWNER_KEY).address == owner
+    contracts = deploy_local(w3, OWNER_KEY, [relayer])
+    env = ChainEnv(
+        w3, _contract(w3, "TestUSDC", contracts.token.address),
+        _contract(w3, "BudgetSpenderV2", contracts.spender.address), owner, relayer, stranger,
+        [Account.from_key(keccak(text=f"test-app-{i}")).address for i in range(3)])
+    for recipient in env.recipients[:2]:  # the third stays off the allowlist
+        env.ok(env.spender.functions.setAllowedRecipient(recipient, True), owner)
+    return env
+
+
+def _contract(w3: Web3, name: str, address: str) -> Contract:
+    return w3.eth.contract(address=to_checksum_address(address), abi=load_artifact(name).abi)

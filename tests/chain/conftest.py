@@ -17,8 +17,8 @@ from tests.conftest import fresh_pg_database
 
 @pytest.fixture
 def env() -> ChainEnv:
-    """A fresh chain: TestUSDC and BudgetSpenderV2 deployed, one relayer, two of the three
-    recipients allowlisted."""
+    """A chain as just deployed (through payments/chain/deploy.py): TestUSDC and
+    BudgetSpenderV2, one relayer, two of the three recipients allowlisted."""
     return deploy_env()
 
 

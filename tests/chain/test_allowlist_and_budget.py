@@ -1,7 +1,9 @@
-"""Allowlist sync into ``recipient_allowlist_status``; budget drift against the allowance."""
+"""Allowlist sync into ``recipient_allowlist_status`` and the dev chain's allowlisting; budget
+drift against the allowance."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import cast
 
@@ -11,18 +13,23 @@ from sqlalchemy import event, select
 from sqlalchemy.orm import Session
 
 from payments.apps import set_pay_to
-from payments.chain.allowlist import set_allowed_recipient, sync_allowlist, sync_new_recipients
+from payments.chain import in_process
+from payments.chain.allowed_recipients import set_allowed_recipient
+from payments.chain.allowlist import mirror_to_dev_chain, sync_allowlist, sync_new_recipients
 from payments.chain.budget_drift import CURSOR as DRIFT_CURSOR
 from payments.chain.budget_drift import DriftWatch, budget_drift
-from payments.chain.gateway import ChainGateway
-from payments.chain.in_process import DEPLOYER_KEY, RELAYER_KEY
+from payments.chain.gateway import ChainGateway, Receipt
+from payments.chain.in_process import DEPLOYER_KEY, RELAYER_KEY, InProcessChain
 from payments.chain.models import ChainCursor, ChainFinding, FindingKind
+from payments.chain.params import IN_PROCESS_DEPLOYER
+from payments.chain.reader import ChainReader
 from payments.chain.workers import ChainCycle
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
 from payments.ledger.models import Charge, RelayStatus, SettlementStatus
 from payments.models import AllowlistStatus, App
 from tests.chain.world import FAST, Crash, World, crash_at, recipient, wallet
+from tests.factories import add_app
 
 
 def _status(world: World, slug: str) -> AllowlistStatus:
@@ -47,6 +54,47 @@ def test_allowlist_sync_reads_the_contract(world: World) -> None:
     assert _status(world, "game") == AllowlistStatus.ALLOWED  # not re-read yet
     sync_allowlist(world.sessions, world.chain)
     assert _status(world, "game") == AllowlistStatus.NOT_ALLOWED
+
+
+def test_the_dev_chain_allowlists_through_the_operators_owner_transaction(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At start and on each cycle (``mirror_to_dev_chain``) the dev chain allowlists with
+    ``set_allowed_recipient``, the function ``svc-ops allowlist add`` calls, signed by its
+    owner key."""
+    calls: list[tuple[str, str, bool]] = []
+
+    def spy(chain: ChainReader, owner_key: str, address: str, allowed: bool) -> Receipt:
+        calls.append((owner_key, address, allowed))
+        return set_allowed_recipient(chain, owner_key, address, allowed)
+    monkeypatch.setattr(in_process, "set_allowed_recipient", spy)
+
+    # Called allowed by the ledger (dev tooling, `svc-ops allowlist add` in dev), not yet
+    # on the chain: the next cycle adds it.
+    add_app(world.sessions, "newcomer", pay_to=recipient(4),
+            recipient_allowlist_status=AllowlistStatus.ALLOWED)
+    assert mirror_to_dev_chain(world.sessions, world.evm) == 1
+    assert world.chain.allowed_recipient(recipient(4))
+    started = InProcessChain.start(allowed_recipients=[recipient(5)])
+    assert started.allowed_recipient(recipient(5))
+    owner = "0x" + DEPLOYER_KEY.hex()
+    assert calls == [(owner, recipient(4), True), (owner, recipient(5), True)]
+
+
+def test_the_dev_chain_refuses_what_the_owner_transaction_refuses(world: World) -> None:
+    """``set_allowed_recipient`` takes only a 0x address, before anything is signed; web3
+    alone would take a bare one (it checksums it). The dev chain refuses it the same way."""
+    bare = recipient(5).removeprefix("0x")
+    sent = world.chain.mined_nonce(IN_PROCESS_DEPLOYER)
+    refused: list[Callable[[], object]] = [
+        lambda: set_allowed_recipient(world.chain, DEPLOYER_KEY.hex(), bare, True),  # the operator
+        lambda: world.evm.set_allowed_recipient(bare, True),
+        lambda: InProcessChain.start(allowed_recipients=[bare]),
+    ]
+    for allowlist in refused:
+        with pytest.raises(ValueError, match=r"^not a 0x address\Z"):
+            allowlist()
+    assert world.chain.mined_nonce(IN_PROCESS_DEPLOYER) == sent  # nothing was sent
+    assert not world.chain.allowed_recipient(recipient(5))
 
 
 def test_budget_drift_compares_remaining_with_the_allowance(world: World) -> None:

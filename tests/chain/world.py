@@ -18,7 +18,7 @@ from eth_utils.crypto import keccak
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.chain.allowlist import set_allowed_recipient
+from payments.chain.allowed_recipients import set_allowed_recipient
 from payments.chain.batching import BatchPolicy
 from payments.chain.checkpoints import Checkpoint, no_checkpoint
 from payments.chain.in_process import DEPLOYER_KEY, InProcessChain

@@ -1,13 +1,16 @@
 """``svc-ops contract deploy`` (ops/contract.py, payments/chain/deploy.py): the committed
 BudgetSpenderV2 onto a node, before any spender is configured; the address it prints then
 serves the servers' reads and takes owner transactions. The dev chain and the local
-topology deploy through the same module, and every contract the three make passes its one
-check once mined."""
+topology deploy through the same module (so do the contract's own tests,
+tests/chain/chain_env.py, and the gas benchmark, bench/gas_bench.py), and every contract
+they make passes its one check once mined."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,12 +26,14 @@ from payments.chain.json_rpc import read_only
 from payments.chain.params import create_address
 from payments.runtime.models import OperatorAction, OperatorActionKind
 from router.settings import SettingsError, load_settings
+from tests.chain.chain_env import deploy_chain
 from tests.chain.world import recipient
 from tests.ops.conftest import Ops
 from tests.support.evm_node import EvmNode
 
 OWNER = str(Account.from_key(DEPLOYER_KEY).address)
 HARDHAT_OWNER = str(Account.from_key(HARDHAT_OWNER_KEY).address)
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def test_a_deployed_spender_serves_reads_and_takes_owner_transactions(
@@ -136,6 +141,27 @@ def test_the_dev_chain_the_topology_and_svc_ops_deploy_through_one_check(
     code, out, err = ops.owner("contract", "deploy", SPENDER_ADDRESS=None)
     assert code == 0, err
     assert passed[4:] == [("BudgetSpenderV2", out.split("SPENDER_ADDRESS=")[1].split()[0])]
+
+
+def test_the_chain_tests_deploy_through_the_one_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/chain's contracts (the ``env`` fixture) are made by the same path, so the
+    contract's own tests run on what the dev chain and an operator deploy."""
+    passed = passed_checks(monkeypatch)
+    env = deploy_chain()
+    assert passed == [("TestUSDC", env.usdc.address), ("BudgetSpenderV2", env.spender.address)]
+    assert env.spender.functions.owner().call() == env.owner == OWNER
+    assert env.spender.functions.relayers(env.relayer).call()
+
+
+def test_the_gas_bench_deploys_through_the_one_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/gas_bench.py measures the contracts every deployer makes (its figures are
+    tests/bench/test_benches_run.py's)."""
+    passed = passed_checks(monkeypatch)
+    monkeypatch.syspath_prepend(str(BENCH))  # the benches import each other as top-level
+    bench = importlib.import_module("gas_bench").Bench()
+    assert passed == [("TestUSDC", bench.usdc.address), ("BudgetSpenderV2", bench.spender.address)]
+    assert bench.spender.functions.owner().call() == bench.admin == OWNER
+    assert bench.spender.functions.relayers(bench.relayer).call()
 
 
 def test_a_deploy_failing_its_check_stops_every_deployer(
