@@ -1,9 +1,9 @@
 """``svc-ops``'s exit codes, and what a status check's answer exits with.
 
-Every command: 0 done; 1 not done, because the ledger's rules refuse it (``ApiError``, a bad
-``--operator`` name among them) or the chain failed (the node did not answer, a
-transaction reverted); 2 refused before anything was tried (bad
-input, settings missing or malformed, a usage error, a confirmation not given). The status
+Every command: 0 done; 1 not done, because the ledger's rules refuse it (``ApiError``) or
+the chain failed (the node did not answer, a transaction reverted); 2 refused before
+anything was tried (bad input, a bad ``--operator`` name among it, settings missing or
+malformed, a usage error, a confirmation not given). The status
 checks (``chain status``, ``relayer status``) keep those meanings and add 3, so a monitor
 tells their answers apart without reading JSON: 1 the node did not answer (the provider,
 the network), 2 these settings name nothing to check, 3 the node answers and a check fails

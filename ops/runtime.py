@@ -22,6 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from manifest.url_policy import DnsResolver
+from ops.owner_tx import OpsError
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
 from payments.models import App, DomainRequestStatus
@@ -72,13 +73,28 @@ def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Ses
 
 
 def operator_name(args: argparse.Namespace) -> str:
-    given = getattr(args, "operator", None) or os.environ.get("USER")
-    if not given:
-        try:
-            given = getpass.getuser()
-        except (KeyError, OSError):
-            given = None
-    return decide.check_operator(given)
+    """Who decides: ``--operator``, else ``$USER``, else the login name. A name that will
+    not do is bad input, refused before anything is done (``OpsError``: exit 2)."""
+    given: str | None = getattr(args, "operator", None)
+    source = "--operator"
+    if given is None:  # an explicit --operator "" is refused, not replaced by $USER
+        given, source = os.environ.get("USER") or _login_name(), "$USER"
+    name = (given or "").strip()
+    if not name:
+        state = "unset" if given is None else "blank"
+        raise OpsError(f"Name the operator deciding: --operator NAME ({source} is {state}); "
+                       "the name is recorded with the decision.")
+    if len(name) > decide.MAX_OPERATOR:
+        raise OpsError(f"The operator's name ({source}) is {len(name)} characters; at most "
+                       f"{decide.MAX_OPERATOR}.")
+    return decide.check_operator(name)
+
+
+def _login_name() -> str | None:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
 
 
 def changed(settings: Settings, sessions: sessionmaker[Session],

@@ -83,8 +83,12 @@ class RetryPolicy:
 
     def delay(self, attempt: int, response: httpx.Response | None) -> float:
         """Seconds to wait before attempt ``attempt + 1`` (``attempt`` counts from 0)."""
+        return self.wait(attempt, retry_after(response) if response is not None else None)
+
+    def wait(self, attempt: int, asked: float | None) -> float:
+        """As :meth:`delay`, given the seconds the service asked for (``None``: none), for
+        a caller that read the answer already (``svc keys create``)."""
         wait: float = self.backoff * float(2 ** attempt)
-        asked = retry_after(response) if response is not None else None
         if asked is not None:
             wait = max(wait, asked)
         return min(wait, self.max_delay)

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import httpx
 
 from svc import __version__
+from svc.backend_errors import retry_after
 from svc.loopback import LoopbackNames
 from svc.trace import Traced
 
@@ -24,9 +25,12 @@ DEFAULT_TIMEOUT = 15.0
 class ApiFailure(Exception):
     """An error answer; ``code`` and ``message`` come from the service's envelope."""
 
-    def __init__(self, status: int, body: dict[str, Any]) -> None:
+    def __init__(self, status: int, body: dict[str, Any], *,
+                 retry_after: float | None = None) -> None:
         self.status = status
         self.body = body
+        # Seconds the service asked to wait before a retry (Retry-After), if it said.
+        self.retry_after = retry_after
         self.code = str(body.get("code") or f"http_{status}")
         self.message = str(body.get("message") or f"The service answered HTTP {status}.")
         # Per-field problems (``{path, code, message}``), e.g. each JSON path of a config.
@@ -116,7 +120,7 @@ def decode_answer(response: httpx.Response) -> dict[str, Any]:
                 "message": f"Unexpected answer from {response.request.url} (HTTP "
                            f"{response.status_code}, not the service's JSON); is the API URL "
                            "right?"}
-        raise ApiFailure(response.status_code, body)
+        raise ApiFailure(response.status_code, body, retry_after=retry_after(response))
     if response.is_error:
-        raise ApiFailure(response.status_code, body)
+        raise ApiFailure(response.status_code, body, retry_after=retry_after(response))
     return body

@@ -23,6 +23,7 @@ from payments.config.product_match import renamed
 from payments.developer import grants
 from payments.developer.apps import create_developer_app
 from payments.developer.auth import Principal, credentials, run_as
+from payments.developer.key_answers import created_answer, key_answer
 from payments.developer.key_idempotency import HEADER as IDEMPOTENCY_HEADER
 from payments.developer.keys import (
     create_key,
@@ -249,7 +250,7 @@ class DeveloperApi:
             keys = session.scalars(select(ApiKey).where(ApiKey.app_id == app.id)
                                    .order_by(ApiKey.created_at)).all()
             return {"keys": [key_view(k) for k in keys]}
-        return JSONResponse(await self._as(request, work))
+        return key_answer(await self._as(request, work))
 
     async def create_key(self, request: Request) -> Response:
         ref = request.path_params["app"]
@@ -267,8 +268,7 @@ class DeveloperApi:
                                  idempotency_key=fields.idempotency_key)
             # The only response that ever carries the secret.
             return {"key": key_view(created.key), "secret": created.secret}
-        return JSONResponse(await self._as(request, work, self.s.limits.key_management),
-                            status_code=201, headers={"cache-control": "no-store"})
+        return await created_answer(self._as(request, work, self.s.limits.key_management))
 
     async def update_key(self, request: Request) -> Response:
         ref, key_id = request.path_params["app"], request.path_params["key"]
@@ -280,7 +280,7 @@ class DeveloperApi:
             update_key(key, label=label, scopes=scopes)
             session.flush()
             return {"key": key_view(key)}
-        return JSONResponse(await self._as(request, work, self.s.limits.key_management))
+        return key_answer(await self._as(request, work, self.s.limits.key_management))
 
     async def revoke_key(self, request: Request) -> Response:
         ref, key_id = request.path_params["app"], request.path_params["key"]
@@ -289,7 +289,7 @@ class DeveloperApi:
             key = _app_key(session, who.app(session, ref, "keys:create"), key_id)
             revoke_key(key, self.s.clock())
             return {"key": key_view(key)}
-        return JSONResponse(await self._as(request, work, self.s.limits.key_management))
+        return key_answer(await self._as(request, work, self.s.limits.key_management))
 
     async def start_cli_request(self, request: Request) -> Response:
         body = await read_json(request)

@@ -45,7 +45,9 @@ KEY_IDEMPOTENCY = ("With an `idempotencyKey` (or the `Idempotency-Key` header; a
                    "characters), a repeat within 30 days in the organization makes no second "
                    "key: the same request answers 409 `key_already_created` with `keyId` and "
                    "`key` (masked preview), never the secret; a different one answers 409 "
-                   "`IDEMPOTENCY_KEY_REUSED`.")
+                   "`IDEMPOTENCY_KEY_REUSED`. The 201, the 409 `key_already_created` and "
+                   "every other answer of the key routes naming a key are "
+                   "`cache-control: no-store`.")
 IDEMPOTENCY_FIELD = {**STR, "maxLength": 200, "description": "optional replay-safe key"}
 IDEMPOTENCY_HEADER = {"name": "Idempotency-Key", "in": "header", "required": False,
                       "schema": {**STR, "maxLength": 200},

@@ -2,8 +2,9 @@
 
 Mounted on the console host only, beside ``payments.developer.api``: only a console session
 may use them, and the API host never reads that session. The shapes follow the app-key
-routes: the secret is in the creation answer only (``no-store``), changes spend the
-developer's ``key_management`` budget.
+routes: the secret is in the creation answer only, every answer naming a key is
+``no-store`` (``payments.developer.key_answers``), changes spend the developer's
+``key_management`` budget.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from payments.developer import org_keys
 from payments.developer.auth import Principal, credentials, run_as
+from payments.developer.key_answers import created_answer, key_answer
 from payments.developer.key_idempotency import HEADER as IDEMPOTENCY_HEADER
 from payments.developer.keys import key_changes, new_key_fields, revoke_key, update_key
 from payments.developer.services import DeveloperServices
@@ -46,7 +48,7 @@ class OrganizationKeyApi:
     async def list_keys(self, request: Request) -> Response:
         def work(session: Session, who: Principal) -> dict[str, Any]:
             return {"keys": [key_view(k) for k in org_keys.organization_keys(session, who)]}
-        return JSONResponse(await self._as(request, work))
+        return key_answer(await self._as(request, work))
 
     async def create_key(self, request: Request) -> Response:
         read_body = await json_after_auth(request)
@@ -63,8 +65,7 @@ class OrganizationKeyApi:
                 idempotency_key=fields.idempotency_key)
             # The only response that ever carries the secret.
             return {"key": key_view(created.key), "secret": created.secret}
-        return JSONResponse(await self._as(request, work, self.s.limits.key_management),
-                            status_code=201, headers={"cache-control": "no-store"})
+        return await created_answer(self._as(request, work, self.s.limits.key_management))
 
     async def update_key(self, request: Request) -> Response:
         key_id = request.path_params["key"]
@@ -77,7 +78,7 @@ class OrganizationKeyApi:
             update_key(key, label=label, scopes=scopes)
             session.flush()
             return {"key": key_view(key)}
-        return JSONResponse(await self._as(request, work, self.s.limits.key_management))
+        return key_answer(await self._as(request, work, self.s.limits.key_management))
 
     async def revoke_key(self, request: Request) -> Response:
         key_id = request.path_params["key"]
@@ -86,4 +87,4 @@ class OrganizationKeyApi:
             key = org_keys.organization_key(session, who, key_id)
             revoke_key(key, self.s.clock())
             return {"key": key_view(key)}
-        return JSONResponse(await self._as(request, work, self.s.limits.key_management))
+        return key_answer(await self._as(request, work, self.s.limits.key_management))

@@ -137,6 +137,24 @@ def test_organization_keys_take_the_key_too(world: World) -> None:
     assert _keys(world.sessions) == 1
 
 
+def test_every_answer_that_names_a_key_is_no_store(world: World) -> None:
+    """The 201 holds the secret; the replay's 409 answers that same request, and the list,
+    change and revocation name keys: no cache keeps any of them, app or organization key."""
+    token = world.grant("game", ["apps:read", "keys:create"])
+    with world.api(token) as api, world.console() as console:
+        for client, keys in ((api, KEYS), (console, "/api/developer/keys")):
+            retry = {**BODY, "idempotencyKey": f"{RETRY}:{keys}"}  # one per owner
+            answers = [client.post(keys, json=retry), client.post(keys, json=retry)]
+            key_id = answers[0].json()["key"]["id"]
+            answers += [client.get(keys),
+                        client.patch(f"{keys}/{key_id}", json={"label": "renamed"}),
+                        client.post(f"{keys}/{key_id}/revoke")]
+            assert [(a.status_code, a.json().get("code")) for a in answers] == [
+                (201, None), (409, "key_already_created"), (200, None), (200, None),
+                (200, None)], keys
+            assert [a.headers.get("cache-control") for a in answers] == ["no-store"] * 5, keys
+
+
 def test_two_sends_at_once_make_one_key(world: World) -> None:
     """Real parallel clients; which request wins is the database's business."""
     token = world.grant("game", ["apps:read", "keys:create"])

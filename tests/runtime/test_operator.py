@@ -114,8 +114,16 @@ def test_reject_and_the_page_says_so(world: World) -> None:
 
 def test_every_decision_names_an_operator(world: World) -> None:
     requested(world)
-    code, _, err = world.ops("kill-switch", "on", SLUG, "--reason", "x", "--operator", " ")
-    assert code == 1 and "Name the operator" in err
+    # A name that will not do is bad input: exit 2, as all bad input, and nothing recorded.
+    blank = ("svc-ops: Name the operator deciding: --operator NAME ({} is blank); the name is "
+             "recorded with the decision.\n")
+    for name, said in ((" ", blank.format("--operator")), ("", blank.format("--operator")),
+                       ("o" * 121, "svc-ops: The operator's name (--operator) is 121 "
+                                   "characters; at most 120.\n")):
+        code, _, err = world.ops("kill-switch", "on", SLUG, "--reason", "x", "--operator", name)
+        assert (code, err) == (2, said), name
+    assert world.ops("kill-switch", "on", SLUG, "--reason", "x", user=" ")[:3:2] == (
+        2, blank.format("$USER"))
     code, out, err = world.ops("kill-switch", "on", SLUG, "--reason", "phishing report")
     assert code == 0 and "recorded for opsuser" in out  # $USER when --operator is not given
     assert world.ops("kill-switch", "on", SLUG, "--reason", "again")[1].startswith(

@@ -5,6 +5,8 @@ One request per connection (it forwards with ``connection: close``), so each req
 is one numbered exchange. ``on_response(n, request_body, response)`` sees the n-th
 exchange (from 0) after the service answered it, and returns the bytes to send back, or
 ``None`` to close the client's connection without a byte, as a dropped link does.
+``in_front(n, request_body)`` is asked first and may answer in the service's place (bytes:
+the request never reaches it), as a gateway's rate limit does; ``None`` forwards it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 OnResponse = Callable[[int, bytes, bytes], bytes | None]
+InFront = Callable[[int, bytes], bytes | None]
 TIMEOUT = 30.0
 
 
@@ -27,6 +30,7 @@ def passthrough(n: int, request: bytes, response: bytes) -> bytes | None:
 class Proxy:
     upstream_port: int
     on_response: OnResponse = passthrough
+    in_front: InFront | None = None
     port: int = 0
     bodies: list[bytes] = field(default_factory=list)  # each request body, in order
     statuses: list[int] = field(default_factory=list)  # what the service answered
@@ -43,19 +47,27 @@ class Proxy:
             client.close()
 
     def _exchange(self, client: socket.socket) -> None:
-        with client, socket.create_connection(("127.0.0.1", self.upstream_port),
-                                              timeout=TIMEOUT) as upstream:
+        with client:
             client.settimeout(TIMEOUT)
             head, body = read_request(client)
             with self._lock:
                 n = len(self.bodies)
                 self.bodies.append(body)
-            upstream.sendall(close_after(head) + body)
-            response = read_to_end(upstream)
-            self.statuses.append(int(response.split(b" ", 2)[1]))
-            answer = self.on_response(n, body, response)
+            answer = None if self.in_front is None else self.in_front(n, body)
+            if answer is None:
+                answer = self._forward(n, head, body)
+            else:
+                self.statuses.append(int(answer.split(b" ", 2)[1]))
             if answer is not None:
                 client.sendall(answer)
+
+    def _forward(self, n: int, head: bytes, body: bytes) -> bytes | None:
+        with socket.create_connection(("127.0.0.1", self.upstream_port),
+                                      timeout=TIMEOUT) as upstream:
+            upstream.sendall(close_after(head) + body)
+            response = read_to_end(upstream)
+        self.statuses.append(int(response.split(b" ", 2)[1]))
+        return self.on_response(n, body, response)
 
 
 def read_request(conn: socket.socket) -> tuple[bytes, bytes]:
@@ -105,9 +117,9 @@ def body_of(response: bytes) -> bytes:
 
 
 @contextmanager
-def running_proxy(upstream_port: int, on_response: OnResponse = passthrough
-                  ) -> Iterator[Proxy]:
-    proxy = Proxy(upstream_port, on_response)
+def running_proxy(upstream_port: int, on_response: OnResponse = passthrough, *,
+                  in_front: InFront | None = None) -> Iterator[Proxy]:
+    proxy = Proxy(upstream_port, on_response, in_front)
     listener = socket.create_server(("127.0.0.1", 0))
     proxy.port = listener.getsockname()[1]
     listener.settimeout(0.2)  # so the accept loop sees ``stop``

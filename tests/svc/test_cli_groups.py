@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from payments.config.product_match import renamed
 from payments.db import transaction
 from payments.developer.models import ApiKey
 from payments.models import App, Product
@@ -198,6 +199,39 @@ def test_products_create_update_diff_and_upsert(world: World) -> None:
     (world.home / "bad.json").write_text('[{"slug": "retry", "price": "0.05"}]')
     assert "unknown field(s) price" in refused(
         world, "product", "upsert", "--file", "bad.json", exit_code=2)["message"]
+
+
+def test_upsert_matches_by_sku_so_a_new_slug_renames_as_config_apply_does(
+        world: World) -> None:
+    """A known sku with a new slug is a rename, warned ``product_slug_changed`` with the words
+    config apply uses (payments.config.product_match.renamed); a new sku on a held slug is
+    a new product, refused ``product_exists``."""
+    signed_in(world, "apps:read,products:write")
+    made = ok(world, "product", "create", "--product", "retry", "--name", "Retry",
+              "--price", "0.01")["product"]
+    ok(world, "product", "create", "--product", "boost", "--name", "Boost", "--price", "0.02")
+
+    moved = ok(world, "product", "upsert", "--product", "retry-level", "--sku", "retry")
+    assert [(c["change"], c["sku"], c["slug"], c["fields"]) for c in moved["applied"]] == [
+        ("~", "retry", "retry-level", {"slug": {"from": "retry", "to": "retry-level"}})]
+    assert moved["warnings"] == [renamed("game", Product(slug="retry", sku="retry"),
+                                         "retry-level")]
+    (world.home / "products.json").write_text(json.dumps([
+        {"slug": "retry", "sku": "retry", "name": "Retry", "priceAtomic": "10000"}]))
+    back = run(world, "product", "upsert", "--file", "products.json")
+    assert back.returncode == 0, back.stderr
+    assert back.stdout.splitlines()[:2] == ["~ retry  retry", '    slug: "retry-level" -> "retry"']
+    assert "Warnings:\n  retry: Product 'retry-level' (sku 'retry') is renamed to 'retry'" in \
+        back.stdout
+    with world.sessions() as session:
+        assert session.execute(select(Product.id, Product.slug).where(
+            Product.sku == "retry")).one() == (made["id"], "retry")  # the same product
+
+    taken = refused(world, "product", "upsert", "--product", "boost", "--sku", "other",
+                    "--name", "Other", "--price", "0.01", exit_code=1)
+    assert taken["code"] == "product_exists"
+    with world.sessions() as session:
+        assert sorted(session.scalars(select(Product.sku))) == ["boost", "retry"]
 
 
 def test_keys_create_update_revoke_and_pull(world: World) -> None:
