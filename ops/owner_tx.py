@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import getpass
 import logging
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
     from payments.chain.reader import ChainReader
 
 log = logging.getLogger(__name__)
-_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 
 
 class OpsError(Exception):
@@ -76,8 +74,10 @@ def checked_address(text: str, what: str) -> str:
     round trip to the node)."""
     from eth_utils.address import to_checksum_address
 
+    from payments.chain.addresses import is_hex_address
+
     given = text.strip()
-    if not _ADDRESS.match(given):
+    if not is_hex_address(given):
         raise OpsError(f"{text!r} is not a 0x address (0x and 40 hex digits); give the "
                        f"{what}'s address")
     if int(given, 16) == 0:

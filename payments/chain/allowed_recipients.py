@@ -11,21 +11,15 @@ importing the other.
 
 from __future__ import annotations
 
-import re
-
-from eth_utils.address import to_checksum_address
-
+from payments.chain.addresses import account_address
 from payments.chain.gateway import Receipt
 from payments.chain.reader import ChainReader
-
-_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 
 
 def set_allowed_recipient(chain: ChainReader, owner_key: str, address: str,
                           allowed: bool) -> Receipt:
     """An owner transaction (operator only): add or remove ``address``. Anything but a 0x
-    address is refused (ValueError) before a transaction is signed."""
-    if not _ADDRESS_RE.match(address):
-        raise ValueError("not a 0x address")
-    fn = chain.spender.functions.setAllowedRecipient(to_checksum_address(address), allowed)
+    address, and the zero address, are refused (ValueError) before a transaction is
+    signed."""
+    fn = chain.spender.functions.setAllowedRecipient(account_address(address), allowed)
     return chain.transact_as(owner_key, fn)

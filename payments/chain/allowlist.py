@@ -8,18 +8,16 @@ the operator supplies, never reachable from a developer's browser or client.
 
 from __future__ import annotations
 
-import re
 from typing import Protocol
 
 from eth_utils.address import to_checksum_address
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.chain.addresses import is_hex_address
 from payments.chain.in_process import InProcessChain
 from payments.db import transaction
 from payments.models import AllowlistStatus, App
-
-_ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 
 
 class AllowlistReads(Protocol):
@@ -42,7 +40,7 @@ def sync_allowlist(sessions: sessionmaker[Session], chain: AllowlistReads,
         if only_unknown:
             query = query.where(App.recipient_allowlist_status == AllowlistStatus.UNKNOWN)
         apps = {app_id: address for app_id, address in session.execute(query)
-                if address and _ADDRESS_RE.match(address)
+                if address and is_hex_address(address)
                 and (pay_to is None or address.lower() == pay_to.lower())}
     if not apps:
         return {}
@@ -71,7 +69,7 @@ def ledger_allowed(sessions: sessionmaker[Session]) -> set[str]:
     with sessions() as session:
         rows = session.scalars(select(App.pay_to).where(
             App.recipient_allowlist_status == AllowlistStatus.ALLOWED))
-        return {to_checksum_address(a) for a in rows if a and _ADDRESS_RE.match(a)}
+        return {to_checksum_address(a) for a in rows if a and is_hex_address(a)}
 
 
 def mirror_to_dev_chain(sessions: sessionmaker[Session], chain: InProcessChain) -> int:

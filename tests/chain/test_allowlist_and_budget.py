@@ -81,17 +81,20 @@ def test_the_dev_chain_allowlists_through_the_operators_owner_transaction(
 
 
 def test_the_dev_chain_refuses_what_the_owner_transaction_refuses(world: World) -> None:
-    """``set_allowed_recipient`` takes only a 0x address, before anything is signed; web3
-    alone would take a bare one (it checksums it). The dev chain refuses it the same way."""
+    """``set_allowed_recipient`` takes only a 0x address, not the zero one, before anything
+    is signed; web3 alone would take a bare one (it checksums it). The dev chain refuses it the same way."""
     bare = recipient(5).removeprefix("0x")
+    zero = "0x" + "0" * 40  # the contract refuses it too, but only after a round trip
     sent = world.chain.mined_nonce(IN_PROCESS_DEPLOYER)
     refused: list[Callable[[], object]] = [
         lambda: set_allowed_recipient(world.chain, DEPLOYER_KEY.hex(), bare, True),  # the operator
+        lambda: set_allowed_recipient(world.chain, DEPLOYER_KEY.hex(), zero, True),
         lambda: world.evm.set_allowed_recipient(bare, True),
+        lambda: world.evm.set_allowed_recipient(zero, True),
         lambda: InProcessChain.start(allowed_recipients=[bare]),
     ]
     for allowlist in refused:
-        with pytest.raises(ValueError, match=r"^not a 0x address\Z"):
+        with pytest.raises(ValueError, match=r"^not a 0x address, or the zero address\Z"):
             allowlist()
     assert world.chain.mined_nonce(IN_PROCESS_DEPLOYER) == sent  # nothing was sent
     assert not world.chain.allowed_recipient(recipient(5))
