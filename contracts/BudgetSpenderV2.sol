@@ -2,6 +2,7 @@
 pragma solidity ^0.8.24;
 
 import {Ownable} from "@openzeppelin/contracts/access/Ownable.sol";
+import {Ownable2Step} from "@openzeppelin/contracts/access/Ownable2Step.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC20Permit.sol";
 
@@ -24,7 +25,13 @@ import {IERC20Permit} from "@openzeppelin/contracts/token/ERC20/extensions/IERC2
 ///      The charges of a pair are settled with ONE `transferFrom(owner, recipient, sum)`; each
 ///      charge still gets its own {ChargeSettled} event. A pair appearing twice in a batch is
 ///      allowed (it just costs a second transfer). Any failure reverts the whole batch.
-contract BudgetSpenderV2 is Ownable {
+///
+///      Ownership is handed over in two steps (OpenZeppelin's Ownable2Step): `transferOwnership`
+///      only names the `pendingOwner`, and the owner changes when that account calls
+///      `acceptOwnership`; until then the current owner keeps control and may name another
+///      account or cancel with `transferOwnership(address(0))`. A mistyped address, or one
+///      whose key nobody holds, can then never become the owner.
+contract BudgetSpenderV2 is Ownable2Step {
     /// @notice One charge: its id (see the encoding above) and its amount in token atomic units.
     struct Charge {
         bytes32 id;

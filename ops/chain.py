@@ -17,8 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -69,7 +70,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     drift.add_argument("--record", action="store_true", help="also file operator findings")
     chain_sub.add_parser("findings", help="list open operator findings")
     status = chain_sub.add_parser(
-        "status", help="chain readiness (no relayer key needed)",
+        "status", help="chain readiness, and the spender's owner and pending owner (no "
+                       "relayer key needed)",
         epilog=status_exits("a check fails (the chain id, the spender's code or token; with "
                             "a relayer: a relayer of the spender, its gas money, the fee "
                             "cap), listed in problems"))
@@ -129,9 +131,25 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
         relayer, named = key_address(settings.relayer_key), "the relayer key"
     readiness = chain.readiness_of(relayer, named=named)
     key = "configured" if settings.relayer_key else "not_configured"
-    print(json.dumps({"status": readiness.status, "relayerKey": key, **readiness.detail},
-                     indent=2))
+    print(json.dumps({"status": readiness.status, "relayerKey": key, **readiness.detail,
+                      **_ownership(chain, readiness.detail)}, indent=2))
     return readiness_exit(readiness)
+
+
+def _ownership(chain: ChainReader, detail: Mapping[str, Any]) -> dict[str, str | None]:
+    """The spender's owner and pending owner (an ownership handover under way), for the
+    operators' eyes only: not a check, so not in the servers' ``/statusz``. Nothing when
+    there is no contract to read, or the node stopped answering."""
+    from payments.chain.gateway import ChainError
+    from payments.chain.ownership import read_ownership
+
+    if "chainId" not in detail or "no contract at the spender address" in detail.get(
+            "problems", ()):
+        return {}
+    try:
+        return read_ownership(chain).as_json()
+    except ChainError:
+        return {}
 
 
 def _set_allowed(args: argparse.Namespace, settings: Settings,

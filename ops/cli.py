@@ -1,7 +1,7 @@
 """``svc-ops``: operator commands: database migrations, the chain (``ops.chain``, its relayers
-``ops.relayers`` and the contract's deploy ``ops.contract``), runtime domains and the kill
-switch (``ops.runtime``), reviews (hosted app, pay_to, portal listing) and the audit log
-(``ops.review``), the webhook dispatcher (``ops.webhooks``).
+``ops.relayers``, the contract's deploy ``ops.contract`` and its handover ``ops.ownership``),
+runtime domains and the kill switch (``ops.runtime``), reviews (hosted app, pay_to, portal
+listing) and the audit log (``ops.review``), the webhook dispatcher (``ops.webhooks``).
 
 Settings are checked for what the commands use, not for what a server needs
 (``load_settings(role="operator")``): ``svc-ops migrate`` runs with ``SVCSRV_DATABASE_URL``

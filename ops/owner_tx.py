@@ -1,5 +1,6 @@
 """What every owner transaction from the operator's keyboard shares (``svc-ops allowlist
-add|remove``, ``svc-ops relayer add|remove``, ``svc-ops contract deploy``).
+add|remove``, ``svc-ops relayer add|remove``, ``svc-ops contract deploy|transfer-ownership``,
+and ``accept-ownership``, signed by the new owner's key).
 
 The owner key is read from ``--owner-key-file`` or typed at a prompt: never taken from the
 command line (which ``ps`` shows), never printed, and masked in any log line
@@ -37,11 +38,12 @@ class OpsError(Exception):
     """A refusal the operator can act on; printed without a traceback (exit 2)."""
 
 
-def owner_options() -> argparse.ArgumentParser:
-    """``--owner-key-file`` and ``--max-fee-per-gas`` for every owner transaction."""
+def owner_options(whose: str = "owner") -> argparse.ArgumentParser:
+    """``--owner-key-file`` and ``--max-fee-per-gas`` for every owner transaction;
+    ``whose`` key it is (``accept-ownership`` takes the new owner's)."""
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument("--owner-key-file", type=Path,
-                        help="file holding the owner key (otherwise you are prompted)")
+                        help=f"file holding the {whose} key (otherwise you are prompted)")
     parent.add_argument("--max-fee-per-gas", type=fee_cap, metavar="WEI|none",
                         help="this transaction's own fee cap, in place of "
                              "SVCSRV_CHAIN_MAX_FEE_PER_GAS (none: no cap)")
@@ -85,13 +87,13 @@ def checked_address(text: str, what: str) -> str:
     return str(to_checksum_address(given))
 
 
-def owner_key(path: Path | None) -> str:
-    key = path.read_text(encoding="utf-8").strip() if path else getpass.getpass("owner key: ")
+def owner_key(path: Path | None, whose: str = "owner") -> str:
+    key = path.read_text(encoding="utf-8").strip() if path else getpass.getpass(f"{whose} key: ")
     if not key:
-        raise OpsError("no owner key given")
+        raise OpsError(f"no {whose} key given")
     if (problem := private_key_problem(key)) is not None:
         where = f"in {path}" if path else "typed"
-        raise OpsError(f"the owner key {where} {problem}")
+        raise OpsError(f"the {whose} key {where} {problem}")
     logs.withhold(key)
     return key
 

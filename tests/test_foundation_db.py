@@ -150,6 +150,38 @@ def test_ownership_transfer_action_migration(db_url: str) -> None:
         engine.dispose()
 
 
+def test_ownership_handover_actions_migration(db_url: str) -> None:
+    """0022: operator_actions takes the two-step handover's records (offered, cancelled,
+    accepted); a downgrade drops those (its constraint cannot hold them) and keeps the
+    one-step ``contract_ownership_transferred``."""
+    engine = make_engine(db_url)
+    sessions = make_sessionmaker(engine)
+    added = (OperatorActionKind.CONTRACT_OWNERSHIP_OFFERED,
+             OperatorActionKind.CONTRACT_OWNERSHIP_CANCELLED,
+             OperatorActionKind.CONTRACT_OWNERSHIP_ACCEPTED)
+    try:
+        with transaction(sessions) as session:
+            for kind in (*added, OperatorActionKind.CONTRACT_OWNERSHIP_TRANSFERRED):
+                session.add(OperatorAction(operator="dora", action=kind, subject="0x" + "ab" * 20,
+                                           created_at=utcnow()))
+        migrate.downgrade(engine, "0021")
+        with engine.connect() as conn:
+            kept = conn.execute(text("SELECT action FROM operator_actions")).scalars().all()
+            assert kept == ["contract_ownership_transferred"]
+            with pytest.raises(IntegrityError):
+                conn.execute(text("INSERT INTO operator_actions (operator, action, subject, "
+                                  "detail, created_at) VALUES ('dora', "
+                                  "'contract_ownership_accepted', 'x', '{}', "
+                                  "CURRENT_TIMESTAMP)"))
+        migrate.upgrade(engine)
+        with transaction(sessions) as session:
+            for kind in added:
+                session.add(OperatorAction(operator="dora", action=kind,
+                                           subject="0x" + "cd" * 20, created_at=utcnow()))
+    finally:
+        engine.dispose()
+
+
 def test_config_revision_state_migration(db_url: str) -> None:
     """0012: revisions keep the state they left; those recorded before have none (SQL NULL,
     as a revision that could not record one), which rollback reads as "no state"."""

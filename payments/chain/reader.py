@@ -252,6 +252,19 @@ class ChainReader:
         """The spender's owner: the one key its owner transactions take."""
         return str(self._read(self.spender.functions.owner().call))
 
+    def pending_owner(self) -> str | None:
+        """The spender's ``pendingOwner()`` (Ownable2Step): the zero address while no handover
+        is pending. None for a spender that has no such function (one deployed as plain
+        ``Ownable``): the call reverts there, as a call to any unknown function does."""
+        call = self.spender.functions.pendingOwner().call
+
+        def read() -> str | None:
+            try:
+                return str(call())
+            except self.reverts:
+                return None
+        return self._read(read)
+
     def is_relayer(self, address: str) -> bool:
         fn = self.spender.functions.relayers(to_checksum_address(address))
         return bool(self._read(fn.call))

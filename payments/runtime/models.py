@@ -30,7 +30,10 @@ class OperatorActionKind(StrEnum):
     RELAYER_ADD = "relayer_add"
     RELAYER_REMOVE = "relayer_remove"
     CONTRACT_DEPLOYED = "contract_deployed"
-    CONTRACT_OWNERSHIP_TRANSFERRED = "contract_ownership_transferred"
+    CONTRACT_OWNERSHIP_TRANSFERRED = "contract_ownership_transferred"  # one step (Ownable)
+    CONTRACT_OWNERSHIP_OFFERED = "contract_ownership_offered"
+    CONTRACT_OWNERSHIP_CANCELLED = "contract_ownership_cancelled"
+    CONTRACT_OWNERSHIP_ACCEPTED = "contract_ownership_accepted"
 
 
 class OperatorAction(Base):

@@ -242,9 +242,20 @@ def record_deploy(session: Session, operator: str, now: datetime, *, address: st
 
 def record_ownership_transfer(session: Session, operator: str, now: datetime, *, spender: str,
                               previous: str, new: str, tx_hash: str, chain_id: int) -> None:
-    """The spender's ``transferOwnership`` (``svc-ops contract transfer-ownership``)."""
+    """A one-step spender's ``transferOwnership`` (``svc-ops contract transfer-ownership
+    --one-step``): the owner changed."""
     record(session, operator, OperatorActionKind.CONTRACT_OWNERSHIP_TRANSFERRED, None, spender,
            now, txHash=tx_hash, chainId=chain_id, previousOwner=previous, newOwner=new)
+
+
+def record_ownership_step(session: Session, operator: str, now: datetime,
+                          kind: OperatorActionKind, *, spender: str, tx_hash: str,
+                          chain_id: int, **owners: str | None) -> None:
+    """A step of the two-step handover (``svc-ops contract transfer-ownership [--cancel]``,
+    ``accept-ownership``): ``kind`` is one of the three ``CONTRACT_OWNERSHIP_*`` steps,
+    ``owners`` the addresses it involved (e.g. ``owner``, ``pendingOwner``)."""
+    record(session, operator, kind, None, spender, now, txHash=tx_hash, chainId=chain_id,
+           **owners)
 
 
 def actions(session: Session, app: App | None, limit: int) -> Sequence[OperatorAction]:
