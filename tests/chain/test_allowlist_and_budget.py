@@ -82,7 +82,8 @@ def test_the_dev_chain_allowlists_through_the_operators_owner_transaction(
 
 def test_the_dev_chain_refuses_what_the_owner_transaction_refuses(world: World) -> None:
     """``set_allowed_recipient`` takes only a 0x address, not the zero one, before anything
-    is signed; web3 alone would take a bare one (it checksums it). The dev chain refuses it the same way."""
+    is signed; web3 alone would take a bare one (it checksums it). The dev chain refuses it
+    the same way."""
     bare = recipient(5).removeprefix("0x")
     zero = "0x" + "0" * 40  # the contract refuses it too, but only after a round trip
     sent = world.chain.mined_nonce(IN_PROCESS_DEPLOYER)
