@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import secrets
 import ssl
 import subprocess
@@ -298,7 +299,15 @@ class Cluster:
 def edge_names(settings: Settings) -> list[str]:
     """The names the edge serves: every host ``router.hosts.HostTable`` routes (the service
     hosts, the legacy launch host when set) and the runtimes under the apps domain."""
-    return [*settings.service_hosts, f"*.{settings.apps_domain}"]
+    return [*settings.service_hosts, runtime_server_name(settings.apps_domain)]
+
+
+def runtime_server_name(apps_domain: str) -> str:
+    """nginx's ``server_name`` for ``<slug>.{apps_domain}``: exactly one label, as the
+    router routes. A wildcard (``*.apps.example``) would also take ``a.b.apps.example``
+    and pass it on, for the router to answer as no host of ours; this leaves it to the
+    default server's 421. nginx matches it against ``$host``, lower-cased."""
+    return rf"~^[a-z0-9-]+\.{re.escape(apps_domain.lower())}$"
 
 
 def edge_conf(prefix: Path, upstreams: Sequence[int], edge_port: int, tls: EdgeTls,
