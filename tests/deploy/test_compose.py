@@ -455,6 +455,66 @@ def test_the_rendered_template_serves_one_label_under_the_apps_domain(
     assert not _handshake(edge.tls, f"a.b.{apps}")
 
 
+def template_server_names(template: str) -> dict[str, set[str]]:
+    """The ``server_name`` names of the template's non-default server blocks, by the port
+    they listen on."""
+    names: dict[str, set[str]] = {}
+    for block in re.findall(r"^server \{(.*?)^\}", template, re.MULTILINE | re.DOTALL):
+        listen = re.search(r"^\s*listen (\d+)([^;]*);", block, re.MULTILINE)
+        named = re.search(r"^\s*server_name ([^;]+);", block, re.MULTILINE)
+        assert listen, block
+        if named:
+            assert "default_server" not in listen[2], block
+            names.setdefault(listen[1], set()).update(named[1].split())
+    return names
+
+
+def test_port_80_redirects_the_names_the_tls_servers_serve() -> None:
+    template = (ROOT / "deploy/nginx/svc.conf.template").read_text()
+    names = template_server_names(template)
+    assert names["80"] == names["443"] and len(names["443"]) == 5
+
+
+def _plain_send(port: int, request: str) -> tuple[int, str | None]:
+    """``request`` (a head, ``Connection: close`` added) in plain HTTP to 127.0.0.1:``port``;
+    the answer's status and ``Location``."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"{request}Connection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    lines = answer.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    location = [line.split(":", 1)[1].strip() for line in lines[1:]
+                if line.lower().startswith("location:")]
+    return int(lines[0].split(" ", 2)[1]), location[0] if location else None
+
+
+def test_port_80_redirects_our_hosts_only(template_edge: TemplateEdge) -> None:
+    # Port 80 sent any Host to https://that-host/: a redirect we wrote for names we do not
+    # serve (to a refused handshake, or wherever a forged Host pointed). Ours move to https,
+    # the rest get 421 as on 443.
+    edge, domain, apps = template_edge, OPERATOR["SERVICE_DOMAIN"], OPERATOR["APPS_DOMAIN"]
+
+    def get(host: str, target: str = "/pay?x=1") -> tuple[int, str | None]:
+        return _plain_send(edge.plain, f"GET {target} HTTP/1.1\r\nHost: {host}\r\n")
+
+    ours = [f"{name}.{domain}" for name in ("api", "portal", "console", "docs")]
+    ours += [f"demo.{apps}", f"a-1.{apps}"]
+    redirected = {host: get(host) for host in ours}
+    refused = {host: get(host)[0] for host in (
+        "evil.example", domain, apps, f"a.b.{apps}", f"api.{domain}.evil.example",
+        f"demo.{apps.replace('.', '-')}", "203.0.113.10")}
+    no_host = _plain_send(edge.plain, "GET / HTTP/1.0\r\n")[0]
+    # The request line's host is the one nginx picks the server by (RFC 9112, 3.2.2).
+    forged_line = get(f"api.{domain}", "http://evil.example/pay")[0]
+    absolute = get("evil.example", f"http://api.{domain}/pay")
+    assert redirected == {host: (301, f"https://{host}/pay?x=1") for host in ours}
+    assert refused == dict.fromkeys(refused, 421)
+    assert (no_host, forged_line) == (421, 421)
+    assert absolute == (301, f"https://api.{domain}/pay")
+    assert edge.seen == []  # port 80 proxies nothing
+
+
 def test_the_cluster_edge_serves_only_our_hosts(tmp_path: Path) -> None:
     # ops/cluster's nginx, rendered as the cluster renders it, in front of an echo server.
     # It had one server block: the default for its port, every Host was served and passed
