@@ -24,7 +24,15 @@ from pathlib import Path
 
 import psycopg
 
-from ops.cluster.processes import Proc, Processes, free_port, listeners, wait_until
+from ops.cluster.processes import (
+    Awaited,
+    Proc,
+    Processes,
+    free_port,
+    listeners,
+    wait_all,
+    wait_until,
+)
 from ops.cluster.services import (
     HARDHAT_OWNER_KEY,
     HARDHAT_RELAYER_KEY,
@@ -165,8 +173,7 @@ class Cluster:
                                  [*self.settings().service_hosts, "127.0.0.1"], APPS_DOMAIN)
         self.ops("migrate")
         self._start_demo()
-        for index in range(len(self.instances)):
-            self.start_instance(index)
+        self.start_instances()
         if self.options.chain_worker:
             self.start_chain_worker()
         if self.options.webhook_worker:
@@ -209,17 +216,42 @@ class Cluster:
                           poll_interval=0.05)
         set_allowed_recipient(chain, HARDHAT_OWNER_KEY, address, True)
 
+    def start_instances(self) -> None:
+        """Every instance at once, then wait until all serve: each spends seconds importing
+        and binding, which one after another added up. If one exits before it serves, the
+        error names it and the others are stopped here (:meth:`start` stops the rest)."""
+        launched: list[Proc] = []
+        try:
+            for index in range(len(self.instances)):
+                launched.append(self._launch_instance(index))
+            wait_all([self._serving(index) for index in range(len(self.instances))])
+        except BaseException:
+            for instance, proc in zip(self.instances, launched, strict=False):
+                self.stop_process(proc)
+                instance.proc = None
+            raise
+
     def start_instance(self, index: int) -> Proc:
+        """One instance (again: the fault tests restart the one they killed)."""
+        proc = self._launch_instance(index)
+        wait_all([self._serving(index)])
+        return proc
+
+    def _launch_instance(self, index: int) -> Proc:
         instance = self.instances[index]
         name = f"server-{index + 1}"
-        proc = self.procs.start(name, [str(BIN / "svc-server"), "serve"],
-                                self.logs / f"{name}.log",
-                                env=self._named(name, self.server_env(instance.port)))
-        instance.proc = proc
-        wait_until(lambda: listeners(instance.port) >= self.options.processes
-                   and _get(instance.port, f"api.{DOMAIN}:{self.options.edge_port}",
-                            "/healthz")[0] == 200, f"server-{index + 1} serving", proc)
-        return proc
+        instance.proc = self.procs.start(name, [str(BIN / "svc-server"), "serve"],
+                                         self.logs / f"{name}.log",
+                                         env=self._named(name, self.server_env(instance.port)))
+        return instance.proc
+
+    def _serving(self, index: int) -> Awaited:
+        """An instance serves once each of its processes listens and /healthz answers."""
+        instance = self.instances[index]
+        return Awaited(f"server-{index + 1} serving",
+                       lambda: listeners(instance.port) >= self.options.processes
+                       and _get(instance.port, f"api.{DOMAIN}:{self.options.edge_port}",
+                                "/healthz")[0] == 200, instance.proc)
 
     def kill_instance(self, index: int) -> None:
         proc = self.instances[index].proc
