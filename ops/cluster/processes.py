@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,20 +143,44 @@ class Processes:
 def wait_until(ready: Callable[[], bool], what: str, proc: Proc | None = None,
                timeout: float = 60.0) -> None:
     """Poll ``ready()`` until it is true; fail early with the log if ``proc`` exits."""
+    wait_all([Awaited(what, ready, proc)], timeout)
+
+
+@dataclass(frozen=True)
+class Awaited:
+    """One thing :func:`wait_all` waits for: ``ready()`` true, while ``proc`` lives."""
+
+    what: str
+    ready: Callable[[], bool]
+    proc: Proc | None = None
+
+
+def wait_all(awaited: Sequence[Awaited], timeout: float = 60.0) -> None:
+    """Poll each ``ready()`` until all are true, so that processes started together come
+    up together. Fails as soon as one's process exits (naming it, with its log), not when
+    the others are done; at ``timeout``, names those not ready."""
     deadline = time.monotonic() + timeout
+    pending = list(awaited)
     last: object = None
-    while time.monotonic() < deadline:
-        if proc is not None and not proc.alive():
-            raise RuntimeError(f"{proc.name} exited ({proc.popen.returncode}) before {what}:"
-                               f"\n{proc.tail()}")
-        try:
-            if ready():
-                return
-        except OSError as exc:
-            last = exc
+    while True:
+        for item in list(pending):
+            if item.proc is not None and not item.proc.alive():
+                raise RuntimeError(f"{item.proc.name} exited ({item.proc.popen.returncode}) "
+                                   f"before {item.what}:\n{item.proc.tail()}")
+            try:
+                if item.ready():
+                    pending.remove(item)
+            except OSError as exc:
+                last = exc
+        if not pending:
+            return
+        if time.monotonic() >= deadline:
+            break
         time.sleep(0.1)
-    tail = f":\n{proc.tail()}" if proc is not None else ""
-    raise RuntimeError(f"not {what} after {timeout:.0f} s ({last}){tail}")
+    what = ", ".join(item.what for item in pending)
+    logs = [item.proc for item in pending if item.proc is not None]
+    tails = "".join(f"\n{proc.name}'s log:\n{proc.tail()}" for proc in logs)
+    raise RuntimeError(f"not {what} after {timeout:.0f} s ({last}){tails}")
 
 
 def tcp_sockets(port: int) -> list[tuple[str, str]]:

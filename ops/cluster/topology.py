@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import secrets
 import ssl
 import subprocess
@@ -23,7 +24,15 @@ from pathlib import Path
 
 import psycopg
 
-from ops.cluster.processes import Proc, Processes, free_port, listeners, wait_until
+from ops.cluster.processes import (
+    Awaited,
+    Proc,
+    Processes,
+    free_port,
+    listeners,
+    wait_all,
+    wait_until,
+)
 from ops.cluster.services import (
     HARDHAT_OWNER_KEY,
     HARDHAT_RELAYER_KEY,
@@ -164,8 +173,7 @@ class Cluster:
                                  [*self.settings().service_hosts, "127.0.0.1"], APPS_DOMAIN)
         self.ops("migrate")
         self._start_demo()
-        for index in range(len(self.instances)):
-            self.start_instance(index)
+        self.start_instances()
         if self.options.chain_worker:
             self.start_chain_worker()
         if self.options.webhook_worker:
@@ -208,17 +216,42 @@ class Cluster:
                           poll_interval=0.05)
         set_allowed_recipient(chain, HARDHAT_OWNER_KEY, address, True)
 
+    def start_instances(self) -> None:
+        """Every instance at once, then wait until all serve: each spends seconds importing
+        and binding, which one after another added up. If one exits before it serves, the
+        error names it and the others are stopped here (:meth:`start` stops the rest)."""
+        launched: list[Proc] = []
+        try:
+            for index in range(len(self.instances)):
+                launched.append(self._launch_instance(index))
+            wait_all([self._serving(index) for index in range(len(self.instances))])
+        except BaseException:
+            for instance, proc in zip(self.instances, launched, strict=False):
+                self.stop_process(proc)
+                instance.proc = None
+            raise
+
     def start_instance(self, index: int) -> Proc:
+        """One instance (again: the fault tests restart the one they killed)."""
+        proc = self._launch_instance(index)
+        wait_all([self._serving(index)])
+        return proc
+
+    def _launch_instance(self, index: int) -> Proc:
         instance = self.instances[index]
         name = f"server-{index + 1}"
-        proc = self.procs.start(name, [str(BIN / "svc-server"), "serve"],
-                                self.logs / f"{name}.log",
-                                env=self._named(name, self.server_env(instance.port)))
-        instance.proc = proc
-        wait_until(lambda: listeners(instance.port) >= self.options.processes
-                   and _get(instance.port, f"api.{DOMAIN}:{self.options.edge_port}",
-                            "/healthz")[0] == 200, f"server-{index + 1} serving", proc)
-        return proc
+        instance.proc = self.procs.start(name, [str(BIN / "svc-server"), "serve"],
+                                         self.logs / f"{name}.log",
+                                         env=self._named(name, self.server_env(instance.port)))
+        return instance.proc
+
+    def _serving(self, index: int) -> Awaited:
+        """An instance serves once each of its processes listens and /healthz answers."""
+        instance = self.instances[index]
+        return Awaited(f"server-{index + 1} serving",
+                       lambda: listeners(instance.port) >= self.options.processes
+                       and _get(instance.port, f"api.{DOMAIN}:{self.options.edge_port}",
+                                "/healthz")[0] == 200, instance.proc)
 
     def kill_instance(self, index: int) -> None:
         proc = self.instances[index].proc
@@ -298,7 +331,15 @@ class Cluster:
 def edge_names(settings: Settings) -> list[str]:
     """The names the edge serves: every host ``router.hosts.HostTable`` routes (the service
     hosts, the legacy launch host when set) and the runtimes under the apps domain."""
-    return [*settings.service_hosts, f"*.{settings.apps_domain}"]
+    return [*settings.service_hosts, runtime_server_name(settings.apps_domain)]
+
+
+def runtime_server_name(apps_domain: str) -> str:
+    """nginx's ``server_name`` for ``<slug>.{apps_domain}``: exactly one label, as the
+    router routes. A wildcard (``*.apps.example``) would also take ``a.b.apps.example``
+    and pass it on, for the router to answer as no host of ours; this leaves it to the
+    default server's 421. nginx matches it against ``$host``, lower-cased."""
+    return rf"~^[a-z0-9-]+\.{re.escape(apps_domain.lower())}$"
 
 
 def edge_conf(prefix: Path, upstreams: Sequence[int], edge_port: int, tls: EdgeTls,

@@ -1,5 +1,5 @@
-"""The topology of a test module: started once per module (a minute on a small machine),
-stopped after its last test."""
+"""The topology of a test module: started once per module (15-20 s on the 2-core machine
+under other work), stopped after its last test."""
 
 from __future__ import annotations
 

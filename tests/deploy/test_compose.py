@@ -14,7 +14,8 @@ import re
 import socket
 import ssl
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +262,6 @@ def test_nginx_sends_to_both_servers_on_their_port(
     assert port and all("SVCSRV_BIND_PORT" not in environment(services[n])
                         for n in ("server-1", "server-2"))
     assert upstream == [f"{address(services[n])}:{port[1]}" for n in ("server-1", "server-2")]
-    assert "server_name *.${APPS_DOMAIN};" in template
 
 
 # -- forwarding headers at the edge (deploy walk 25, findings 1 and 12) -----------------
@@ -351,22 +351,34 @@ SPOOFED = [("X-Forwarded-For", "6.6.6.6"), ("X-Forwarded-Host", "evil.example"),
            ("Forwarded", "for=6.6.6.6")]
 
 
-def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
-        nginx_conf: Path, tmp_path: Path) -> None:
-    # The rendered template itself in front of an echo server: listening on loopback
-    # ports, its upstream the echo server, its log in the temporary directory.
+@dataclass
+class TemplateEdge:
+    """The rendered template running in real nginx in front of an echo server."""
+
+    plain: int  # stands for port 80
+    tls: int  # stands for port 443
+    ca: Path
+    origin: int
+    seen: list[dict[str, str]]  # the heads the echo server received
+    log: Path  # nginx's access log
+
+
+@pytest.fixture
+def template_edge(nginx_conf: Path, tmp_path: Path) -> Iterator[TemplateEdge]:
+    # Listening on loopback ports, its upstream the echo server, its log in the temporary
+    # directory.
     seen: list[dict[str, str]] = []
     plain, tls = free_port(), free_port()
     conf = tmp_path / "svc.conf"
     text = re.sub(r"server 172\.30\.0\.1[12]:8000", "server 127.0.0.1:{origin}",
                   conf.read_text())
     text = text.replace("listen 80 ", f"listen 127.0.0.1:{plain} ")
+    text = text.replace("listen 80;", f"listen 127.0.0.1:{plain};")
     text = text.replace("listen 443 ", f"listen 127.0.0.1:{tls} ")
     text = text.replace("/var/log/nginx/", f"{tmp_path}/")
     # in the foreground, so that the test holds the process it stops
     user = "user root root;\n" if os.geteuid() == 0 else ""  # workers read the 0600 key
     nginx_conf.write_text(f"daemon off;\n{user}{nginx_conf.read_text()}")
-    host, ca = f"demo.{OPERATOR['APPS_DOMAIN']}", tmp_path / "tls" / "ca.pem"
     with AiohttpServer(_echo_app(seen)) as origin:
         conf.write_text(text.replace("{origin}", str(origin.port)))
         errors = (tmp_path / "nginx.err").open("w")
@@ -375,18 +387,25 @@ def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
         try:
             wait_for(lambda: _listening(tls) or nginx.poll() is not None, 20, "nginx listening")
             assert nginx.poll() is None, (tmp_path / "nginx.err").read_text()
-            received = _tls_get(tls, host, ca, SPOOFED)
-            # A Host we do not serve, behind the handshake of one we do: refused at the
-            # edge, never passed on as a trusted X-Forwarded-Host.
-            refused = [_tls_send(tls, host, ca, f"GET /echo HTTP/1.1\r\nHost: {forged}\r\n")
-                       for forged in ("evil.example", OPERATOR["APPS_DOMAIN"])]
-            # A request line naming a host wins over the Host header (RFC 9112, 3.2.2).
-            absolute = _tls_get(tls, "evil.example", ca, [],
-                                target=f"https://{host}/echo", sni=host)
+            yield TemplateEdge(plain, tls, tmp_path / "tls" / "ca.pem", origin.port, seen,
+                               tmp_path / "access.log")
         finally:
             nginx.terminate()
             nginx.wait(timeout=20)
             errors.close()
+
+
+def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
+        template_edge: TemplateEdge) -> None:
+    edge, host = template_edge, f"demo.{OPERATOR['APPS_DOMAIN']}"
+    received = _tls_get(edge.tls, host, edge.ca, SPOOFED)
+    # A Host we do not serve, behind the handshake of one we do: refused at the edge,
+    # never passed on as a trusted X-Forwarded-Host.
+    refused = [_tls_send(edge.tls, host, edge.ca, f"GET /echo HTTP/1.1\r\nHost: {forged}\r\n")
+               for forged in ("evil.example", OPERATOR["APPS_DOMAIN"])]
+    # A request line naming a host wins over the Host header (RFC 9112, 3.2.2).
+    absolute = _tls_get(edge.tls, "evil.example", edge.ca, [],
+                        target=f"https://{host}/echo", sni=host)
     forwarding = {name: value for name, value in received.items()
                   if name in {n.decode() for n in FOREIGN_FORWARDING}
                   or name.startswith("x-forwarded")}
@@ -394,9 +413,106 @@ def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
                           "x-forwarded-host": host}
     assert [status for status, _ in refused] == [421, 421]
     assert (absolute["host"], absolute["x-forwarded-host"]) == (host, host)
-    assert len(seen) == 2  # the refused never reached the servers
-    log = (tmp_path / "access.log").read_text().splitlines()
-    assert len(log) == 2 and all(f"127.0.0.1:{origin.port} 200 " in line for line in log)
+    assert len(edge.seen) == 2  # the refused never reached the servers
+    log = edge.log.read_text().splitlines()
+    assert len(log) == 2 and all(f"127.0.0.1:{edge.origin} 200 " in line for line in log)
+
+
+def _handshake(port: int, sni: str) -> bool:
+    """Whether nginx completes a TLS handshake for ``sni``, whatever its certificate
+    names: the question is which server block took the name, not whether we trust it."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            context.wrap_socket(raw, server_hostname=sni).close()
+        except ssl.SSLError:
+            return False
+    return True
+
+
+def test_the_rendered_template_serves_one_label_under_the_apps_domain(
+        template_edge: TemplateEdge) -> None:
+    # `*.apps.example.com` in nginx also matches `a.b.apps.example.com`, which the router
+    # answers as no host of ours and the wildcard certificate does not cover: the apps
+    # server block takes one label only, and the rest falls to the default server.
+    edge, apps = template_edge, OPERATOR["APPS_DOMAIN"]
+    sni = f"demo.{apps}"
+
+    def status(host: str) -> int:
+        return _tls_send(edge.tls, sni, edge.ca, f"GET /echo HTTP/1.1\r\nHost: {host}\r\n")[0]
+
+    served = {host: status(host) for host in (f"demo.{apps}", f"DEMO.{apps}", f"a-1.{apps}")}
+    refused = {host: status(host) for host in (
+        f"a.b.{apps}", f"x.demo.{apps}", f"demo.{apps.replace('.', '-')}",
+        f"demo.{apps.replace('.', 'x', 1)}", f"a_b.{apps}")}
+    assert served == dict.fromkeys(served, 200)
+    assert refused == dict.fromkeys(refused, 421)
+    assert len(edge.seen) == len(served)  # the refused never reached the servers
+    # The handshake too: a name of several labels gets no certificate of ours.
+    assert _handshake(edge.tls, f"demo.{apps}")
+    assert not _handshake(edge.tls, f"a.b.{apps}")
+
+
+def template_server_names(template: str) -> dict[str, set[str]]:
+    """The ``server_name`` names of the template's non-default server blocks, by the port
+    they listen on."""
+    names: dict[str, set[str]] = {}
+    for block in re.findall(r"^server \{(.*?)^\}", template, re.MULTILINE | re.DOTALL):
+        listen = re.search(r"^\s*listen (\d+)([^;]*);", block, re.MULTILINE)
+        named = re.search(r"^\s*server_name ([^;]+);", block, re.MULTILINE)
+        assert listen, block
+        if named:
+            assert "default_server" not in listen[2], block
+            names.setdefault(listen[1], set()).update(named[1].split())
+    return names
+
+
+def test_port_80_redirects_the_names_the_tls_servers_serve() -> None:
+    template = (ROOT / "deploy/nginx/svc.conf.template").read_text()
+    names = template_server_names(template)
+    assert names["80"] == names["443"] and len(names["443"]) == 5
+
+
+def _plain_send(port: int, request: str) -> tuple[int, str | None]:
+    """``request`` (a head, ``Connection: close`` added) in plain HTTP to 127.0.0.1:``port``;
+    the answer's status and ``Location``."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"{request}Connection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    lines = answer.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    location = [line.split(":", 1)[1].strip() for line in lines[1:]
+                if line.lower().startswith("location:")]
+    return int(lines[0].split(" ", 2)[1]), location[0] if location else None
+
+
+def test_port_80_redirects_our_hosts_only(template_edge: TemplateEdge) -> None:
+    # Port 80 sent any Host to https://that-host/: a redirect we wrote for names we do not
+    # serve (to a refused handshake, or wherever a forged Host pointed). Ours move to https,
+    # the rest get 421 as on 443.
+    edge, domain, apps = template_edge, OPERATOR["SERVICE_DOMAIN"], OPERATOR["APPS_DOMAIN"]
+
+    def get(host: str, target: str = "/pay?x=1") -> tuple[int, str | None]:
+        return _plain_send(edge.plain, f"GET {target} HTTP/1.1\r\nHost: {host}\r\n")
+
+    ours = [f"{name}.{domain}" for name in ("api", "portal", "console", "docs")]
+    ours += [f"demo.{apps}", f"a-1.{apps}"]
+    redirected = {host: get(host) for host in ours}
+    refused = {host: get(host)[0] for host in (
+        "evil.example", domain, apps, f"a.b.{apps}", f"api.{domain}.evil.example",
+        f"demo.{apps.replace('.', '-')}", "203.0.113.10")}
+    no_host = _plain_send(edge.plain, "GET / HTTP/1.0\r\n")[0]
+    # The request line's host is the one nginx picks the server by (RFC 9112, 3.2.2).
+    forged_line = get(f"api.{domain}", "http://evil.example/pay")[0]
+    absolute = get("evil.example", f"http://api.{domain}/pay")
+    assert redirected == {host: (301, f"https://{host}/pay?x=1") for host in ours}
+    assert refused == dict.fromkeys(refused, 421)
+    assert (no_host, forged_line) == (421, 421)
+    assert absolute == (301, f"https://api.{domain}/pay")
+    assert edge.seen == []  # port 80 proxies nothing
 
 
 def test_the_cluster_edge_serves_only_our_hosts(tmp_path: Path) -> None:
@@ -407,8 +523,10 @@ def test_the_cluster_edge_serves_only_our_hosts(tmp_path: Path) -> None:
     edge = free_port()
     tls = make_edge_tls(tmp_path / "tls", ["api.localhost", "127.0.0.1"], "apps.localhost")
     names = edge_names(Settings())
+    # One label under the apps domain, as the router routes: `*.apps.localhost` would
+    # take `a.b.apps.localhost` too, and pass it on for the router to answer as unknown.
     assert names == ["api.localhost", "portal.localhost", "console.localhost",
-                     "docs.localhost", "launch.localhost", "*.apps.localhost"]
+                     "docs.localhost", "launch.localhost", r"~^[a-z0-9-]+\.apps\.localhost$"]
     procs = Processes()
     with AiohttpServer(_echo_app(seen)) as origin:
         try:
@@ -420,10 +538,13 @@ def test_the_cluster_edge_serves_only_our_hosts(tmp_path: Path) -> None:
                                  f"GET {target} HTTP/1.1\r\nHost: {host}\r\n")
 
             served = {host: get(f"{host}:{edge}") for host in (
-                "api.localhost", "CONSOLE.localhost", "launch.localhost", "demo.apps.localhost")}
+                "api.localhost", "CONSOLE.localhost", "launch.localhost", "demo.apps.localhost",
+                "DEMO.apps.localhost")}
             refused = [get(host) for host in (
                 "evil.example", f"evil.example:{edge}", f"localhost:{edge}",
-                f"apps.localhost:{edge}", "127.0.0.1", f"api.localhost.evil.example:{edge}")]
+                f"apps.localhost:{edge}", "127.0.0.1", f"api.localhost.evil.example:{edge}",
+                f"a.b.apps.localhost:{edge}", f"x.demo.apps.localhost:{edge}",
+                f"demo.apps-localhost:{edge}", f"demo.appsxlocalhost:{edge}")]
             no_host = _tls_send(edge, "127.0.0.1", tls.ca, "GET /echo HTTP/1.0\r\n")
             # The request line's host is the one served (RFC 9112, 3.2.2), and so the one
             # passed on, whatever the Host header says.
@@ -432,7 +553,7 @@ def test_the_cluster_edge_serves_only_our_hosts(tmp_path: Path) -> None:
         finally:
             procs.stop_all()
     assert {host: status for host, (status, _) in served.items()} == dict.fromkeys(served, 200)
-    assert [status for status, _ in [*refused, no_host, forged_line]] == [421] * 8
+    assert [status for status, _ in [*refused, no_host, forged_line]] == [421] * 12
     assert [(h["host"], h["x-forwarded-host"]) for h in seen] == [
         (f"{host.lower()}:{edge}",) * 2 for host in served] + [
         (f"demo.apps.localhost:{edge}",) * 2]
