@@ -28,6 +28,14 @@ HOP_BY_HOP = frozenset({
 # Runtime state must not live in cookies the service domain would carry (spec 1.2 rule 2, 5.7).
 _REQUEST_DROP = frozenset({b"cookie", b"host"})
 _RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"})
+# Clear-Site-Data "cookies" (and "*", every type) clears the cookies of the response's whole
+# registrable domain, not its origin's (W3C Clear Site Data; Chromium and Firefox do so):
+# from a runtime host it would sign visitors out of the portal and the console. Only the
+# types a browser clears for the origin alone pass; the rest, unknown ones too, are dropped
+# (docs/decisions.md). Browsers match each type as written, quotes and case included.
+_SITE_DATA = b"clear-site-data"
+_SITE_DATA_OWN = frozenset({b'"cache"', b'"storage"', b'"executionContexts"',
+                            b'"clientHints"', b'"prefetchCache"', b'"prerenderCache"'})
 # Forwarding claims: what an earlier proxy says of the client's address, scheme, host, port
 # or path. Frameworks that trust us as their proxy read them, so a client's own would pass
 # for ours. The names beyond the three we write are those popular frameworks and
@@ -59,7 +67,7 @@ _FORWARDING = _FORWARDING_OURS | FOREIGN_FORWARDING
 
 # Names the one-pass planners look at; every other header is kept as it is.
 _REQUEST_NOTICED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"content-length"}
-_RESPONSE_NOTICED = HOP_BY_HOP | _RESPONSE_DROP | {b"content-length"}
+_RESPONSE_NOTICED = HOP_BY_HOP | _RESPONSE_DROP | {b"content-length", _SITE_DATA}
 # What a Connection header may list without a second pass: names already dropped, or
 # tokens that name no header at all.
 _REQUEST_SETTLED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"close"}
@@ -86,6 +94,14 @@ def _length(raw: bytes) -> int | None:
     except ValueError:
         return None
     return value if value >= 0 else None
+
+
+def own_site_data(value: bytes) -> bytes | None:
+    """A ``Clear-Site-Data`` value less the types that reach past the origin (cookies);
+    None when none is left."""
+    kept = [token for token in (t.strip() for t in value.split(b","))
+            if token in _SITE_DATA_OWN]
+    return b", ".join(kept) if kept else None
 
 
 def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
@@ -218,7 +234,8 @@ def upstream_request_headers(
 
 
 def plan_response(headers: Iterable[tuple[bytes, bytes]]) -> ResponsePlan:
-    """The origin's headers less hop-by-hop and cookies, names lower-cased; one pass.
+    """The origin's headers less hop-by-hop and cookies (``Set-Cookie``, and
+    ``Clear-Site-Data`` of cookies), names lower-cased; one pass.
 
     ``Content-Length`` and ``Content-Encoding`` pass through untouched: the body is
     relayed byte for byte, never decoded.
@@ -237,6 +254,10 @@ def plan_response(headers: Iterable[tuple[bytes, bytes]]) -> ResponsePlan:
                 seen_length, length = True, _length(value)
         elif name == b"connection" and value.lower() not in _PLAIN_CONNECTION:
             listed = _tokens(value) | (listed or set())
+        elif name == _SITE_DATA:
+            own = own_site_data(value)
+            if own is not None:
+                kept.append((name, own))
     if listed is not None and not listed <= _RESPONSE_SETTLED:
         kept = [item for item in kept if item[0] not in listed]
         if b"content-length" in listed:

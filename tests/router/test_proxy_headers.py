@@ -96,6 +96,36 @@ def test_every_upstream_set_cookie_is_dropped(start_proxy_router: RouterFactory,
     assert len(response.content) == size
 
 
+async def site_data_clearer(request: web.Request) -> web.StreamResponse:
+    size = int(request.query.get("size", "10"))
+    response = web.StreamResponse()
+    # "cookies" (and "*", which includes it) clears the cookies of the whole registrable
+    # domain, the portal's and the console's sessions too; the rest stays on the origin.
+    for value in ('"cookies", "storage"', '"*"', ' "cache" ,"executionContexts"',
+                  '"cookies"', '"Cookies", "clientHints"'):
+        response.headers.add("Clear-Site-Data", value)
+    response.content_length = size if size <= BIG // 2 else None
+    await response.prepare(request)
+    await response.write(b"c" * size)
+    await response.write_eof()
+    return response
+
+
+@pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
+def test_clear_site_data_never_clears_cookies(start_proxy_router: RouterFactory,
+                                              proxy_sessions: sessionmaker[Session],
+                                              size: int) -> None:
+    with aiohttp_origin(("GET", "/", site_data_clearer)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
+            router.client("game") as client:
+        response = client.get("/", params={"size": size})
+    assert response.status_code == 200
+    assert len(response.content) == size
+    # Only the types that stay on the runtime's own origin pass, each line on its own.
+    assert response.headers.get_list("clear-site-data") == [
+        '"storage"', '"cache", "executionContexts"', '"clientHints"']
+
+
 # -- 2. hop-by-hop --------------------------------------------------------------------------
 
 def test_hop_by_hop_request_headers_are_removed(start_proxy_router: RouterFactory,
