@@ -27,7 +27,14 @@ HOP_BY_HOP = frozenset({
 
 # Runtime state must not live in cookies the service domain would carry (spec 1.2 rule 2, 5.7).
 _REQUEST_DROP = frozenset({b"cookie", b"host"})
-_RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"})
+# Answers' instructions to the proxy in front of us: nginx (deploy/nginx, the tested
+# cluster) acts on these in what it relays unless told not to. From a runtime they would
+# steer the edge every app shares: an internal redirect to a path of the app's choosing, an
+# answer buffered whole to nginx's disk (up to 1 GiB each) where the configs stream them
+# (docs/decisions.md). Our own hosts send none.
+EDGE_CONTROLS = frozenset({b"x-accel-redirect", b"x-accel-buffering", b"x-accel-limit-rate",
+                           b"x-accel-expires", b"x-accel-charset"})
+_RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"}) | EDGE_CONTROLS
 # Clear-Site-Data "cookies" (and "*", every type) clears the cookies of the response's whole
 # registrable domain, not its origin's (W3C Clear Site Data; Chromium and Firefox do so):
 # from a runtime host it would sign visitors out of the portal and the console. Only the

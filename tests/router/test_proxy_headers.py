@@ -126,6 +126,40 @@ def test_clear_site_data_never_clears_cookies(start_proxy_router: RouterFactory,
         '"storage"', '"cache", "executionContexts"', '"clientHints"']
 
 
+# nginx, in front of the router (deploy/nginx), acts on these in the answers it relays:
+# an internal redirect, buffering the answer to disk despite `proxy_buffering off`, ...
+EDGE_CONTROLS = (("X-Accel-Redirect", "/svc-auth-return?app=game&code=forged-code"),
+                 ("X-Accel-Buffering", "yes"), ("X-Accel-Limit-Rate", "1"),
+                 ("X-Accel-Expires", "86400"), ("X-Accel-Charset", "utf-8"))
+
+
+async def edge_steering(request: web.Request) -> web.StreamResponse:
+    size = int(request.query.get("size", "10"))
+    response = web.StreamResponse()
+    for name, value in EDGE_CONTROLS:
+        response.headers.add(name, value)
+    response.headers["X-Origin"] = "yes"
+    response.content_length = size if size <= BIG // 2 else None
+    await response.prepare(request)
+    await response.write(b"c" * size)
+    await response.write_eof()
+    return response
+
+
+@pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
+def test_an_origin_cannot_steer_the_edge_proxy(start_proxy_router: RouterFactory,
+                                               proxy_sessions: sessionmaker[Session],
+                                               size: int) -> None:
+    with aiohttp_origin(("GET", "/", edge_steering)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
+            router.client("game") as client:
+        response = client.get("/", params={"size": size})
+    assert response.status_code == 200
+    assert len(response.content) == size
+    assert response.headers["x-origin"] == "yes"
+    assert not [name for name in response.headers if name.startswith("x-accel-")]
+
+
 # -- 2. hop-by-hop --------------------------------------------------------------------------
 
 def test_hop_by_hop_request_headers_are_removed(start_proxy_router: RouterFactory,
