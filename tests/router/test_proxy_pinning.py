@@ -115,7 +115,10 @@ async def checked(answers: list[str], allow_private: bool = False) -> list[str]:
 
 PRIVATE_ANSWERS = ["10.0.0.5", "192.168.1.1", "172.16.0.1", "127.0.0.1", "0.0.0.0",
                    "169.254.169.254", "100.64.0.1", "::1", "fe80::1%eth0", "fc00::1",
-                   "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "224.0.0.1"]
+                   "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "224.0.0.1",
+                   # IPv4-compatible (::a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d, SIIT),
+                   # site-local: deprecated forms a host or a translator may still carry
+                   "::127.0.0.1", "::a00:1", "::ffff:0:7f00:1", "::ffff:0:a00:1", "fec0::1"]
 PUBLIC_ANSWERS = ["93.184.216.34", "2606:4700::6810:85e5"]
 
 
