@@ -72,8 +72,27 @@ FOREIGN_FORWARDING = frozenset({
 })
 _FORWARDING = _FORWARDING_OURS | FOREIGN_FORWARDING
 
-# Names the one-pass planners look at; every other header is kept as it is.
-_REQUEST_NOTICED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"content-length"}
+
+
+def underscored(names: Iterable[bytes]) -> frozenset[bytes]:
+    """Every spelling of ``names`` with some of their dashes written as underscores."""
+    found: set[bytes] = set()
+    for name in names:
+        parts = name.split(b"-")
+        spellings = {parts[0]}
+        for part in parts[1:]:
+            spellings = {head + joint + part for head in spellings for joint in (b"-", b"_")}
+        found |= spellings - {name}
+    return frozenset(found)
+
+
+# Names the one-pass planners look at; every other header is kept as it is. The request's
+# include the underscore spellings of the names it drops or writes, so those are dropped
+# too, at no cost per header: servers that build a CGI environ (Puma before 6.4.3,
+# gunicorn before 22) read X_Forwarded_For as X-Forwarded-For (CVE-2024-45614) and
+# Transfer_Encoding as the framing. nginx drops every name with an underscore by default.
+_REQUEST_POLICY = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"content-length"}
+_REQUEST_NOTICED = _REQUEST_POLICY | underscored(_REQUEST_POLICY)
 _RESPONSE_NOTICED = HOP_BY_HOP | _RESPONSE_DROP | {b"content-length", _SITE_DATA}
 # What a Connection header may list without a second pass: names already dropped, or
 # tokens that name no header at all.

@@ -269,6 +269,29 @@ def test_forwarding_claims_of_an_untrusted_client_are_replaced(
             ("x-forwarded-proto", "http")]
 
 
+def test_underscore_spellings_of_the_names_we_drop_are_dropped(
+        start_proxy_router: RouterFactory, echo_origin: AiohttpServer,
+        proxy_sessions: sessionmaker[Session]) -> None:
+    """Servers that build a CGI environ (Puma before 6.4.3, gunicorn before 22, CGI itself)
+    read ``X_Forwarded_For`` as ``X-Forwarded-For`` (CVE-2024-45614) and
+    ``Transfer_Encoding`` as ``Transfer-Encoding``: a claim or a framing of the client's
+    own, past the rules of the names as dashed."""
+    underscored = [(name.replace("-", "_").title(), value) for name, value in FORGED] + [
+        ("Transfer_Encoding", "chunked"), ("Content_Length", "0"), ("Cookie_", "kept"),
+        ("Proxy_Authorization", "Basic dXNlcjpwYXNz"), ("Keep_Alive", "1"), ("X_Custom", "kept")]
+    with proxied(start_proxy_router, proxy_sessions, echo_origin.url) as router, \
+            router.client("game") as client:
+        fast = client.get("/", headers=underscored)
+        streamed = client.post("/", headers=underscored, content=b"x" * (BIG + 1))
+    assert streamed.json()["body_len"] == BIG + 1
+    for answer in (fast, streamed):
+        seen = seen_headers(answer)
+        assert [name for name, _ in seen if "_" in name] == ["cookie_", "x_custom"]
+        assert claims_seen(seen) == [
+            ("x-forwarded-for", "127.0.0.1"), ("x-forwarded-host", router.host("game")),
+            ("x-forwarded-proto", "http")]
+
+
 def test_a_trusted_proxy_vouches_for_the_chain_proto_and_host_only(
         start_proxy_router: RouterFactory, echo_origin: AiohttpServer,
         proxy_sessions: sessionmaker[Session]) -> None:
