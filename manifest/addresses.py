@@ -15,6 +15,13 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _EXTRA_BLOCKED = (
     ipaddress.ip_network("64:ff9b::/96"),  # NAT64 can reach any IPv4 address, private too
     ipaddress.ip_network("64:ff9b:1::/48"),
+    # Deprecated forms Python's is_global still calls global: IPv4-compatible ::a.b.c.d
+    # (RFC 4291 2.5.5.1; ::127.0.0.1 is loopback to some stacks and tunnels), IPv4-translated
+    # ::ffff:0:a.b.c.d (SIIT, RFC 2765: a translator hands it to any IPv4 address) and
+    # site-local fec0::/10 (RFC 3879: a site's own network). Nothing public uses them.
+    ipaddress.ip_network("::/96"),
+    ipaddress.ip_network("::ffff:0:0:0/96"),
+    ipaddress.ip_network("fec0::/10"),
 )
 
 

@@ -27,7 +27,22 @@ HOP_BY_HOP = frozenset({
 
 # Runtime state must not live in cookies the service domain would carry (spec 1.2 rule 2, 5.7).
 _REQUEST_DROP = frozenset({b"cookie", b"host"})
-_RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"})
+# Answers' instructions to the proxy in front of us: nginx (deploy/nginx, the tested
+# cluster) acts on these in what it relays unless told not to. From a runtime they would
+# steer the edge every app shares: an internal redirect to a path of the app's choosing, an
+# answer buffered whole to nginx's disk (up to 1 GiB each) where the configs stream them
+# (docs/decisions.md). Our own hosts send none.
+EDGE_CONTROLS = frozenset({b"x-accel-redirect", b"x-accel-buffering", b"x-accel-limit-rate",
+                           b"x-accel-expires", b"x-accel-charset"})
+_RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"}) | EDGE_CONTROLS
+# Clear-Site-Data "cookies" (and "*", every type) clears the cookies of the response's whole
+# registrable domain, not its origin's (W3C Clear Site Data; Chromium and Firefox do so):
+# from a runtime host it would sign visitors out of the portal and the console. Only the
+# types a browser clears for the origin alone pass; the rest, unknown ones too, are dropped
+# (docs/decisions.md). Browsers match each type as written, quotes and case included.
+_SITE_DATA = b"clear-site-data"
+_SITE_DATA_OWN = frozenset({b'"cache"', b'"storage"', b'"executionContexts"',
+                            b'"clientHints"', b'"prefetchCache"', b'"prerenderCache"'})
 # Forwarding claims: what an earlier proxy says of the client's address, scheme, host, port
 # or path. Frameworks that trust us as their proxy read them, so a client's own would pass
 # for ours. The names beyond the three we write are those popular frameworks and
@@ -57,9 +72,28 @@ FOREIGN_FORWARDING = frozenset({
 })
 _FORWARDING = _FORWARDING_OURS | FOREIGN_FORWARDING
 
-# Names the one-pass planners look at; every other header is kept as it is.
-_REQUEST_NOTICED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"content-length"}
-_RESPONSE_NOTICED = HOP_BY_HOP | _RESPONSE_DROP | {b"content-length"}
+
+
+def underscored(names: Iterable[bytes]) -> frozenset[bytes]:
+    """Every spelling of ``names`` with some of their dashes written as underscores."""
+    found: set[bytes] = set()
+    for name in names:
+        parts = name.split(b"-")
+        spellings = {parts[0]}
+        for part in parts[1:]:
+            spellings = {head + joint + part for head in spellings for joint in (b"-", b"_")}
+        found |= spellings - {name}
+    return frozenset(found)
+
+
+# Names the one-pass planners look at; every other header is kept as it is. The request's
+# include the underscore spellings of the names it drops or writes, so those are dropped
+# too, at no cost per header: servers that build a CGI environ (Puma before 6.4.3,
+# gunicorn before 22) read X_Forwarded_For as X-Forwarded-For (CVE-2024-45614) and
+# Transfer_Encoding as the framing. nginx drops every name with an underscore by default.
+_REQUEST_POLICY = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"content-length"}
+_REQUEST_NOTICED = _REQUEST_POLICY | underscored(_REQUEST_POLICY)
+_RESPONSE_NOTICED = HOP_BY_HOP | _RESPONSE_DROP | {b"content-length", _SITE_DATA}
 # What a Connection header may list without a second pass: names already dropped, or
 # tokens that name no header at all.
 _REQUEST_SETTLED = HOP_BY_HOP | _REQUEST_DROP | _FORWARDING | {b"close"}
@@ -86,6 +120,14 @@ def _length(raw: bytes) -> int | None:
     except ValueError:
         return None
     return value if value >= 0 else None
+
+
+def own_site_data(value: bytes) -> bytes | None:
+    """A ``Clear-Site-Data`` value less the types that reach past the origin (cookies);
+    None when none is left."""
+    kept = [token for token in (t.strip() for t in value.split(b","))
+            if token in _SITE_DATA_OWN]
+    return b", ".join(kept) if kept else None
 
 
 def connection_named(headers: Iterable[tuple[bytes, bytes]]) -> frozenset[bytes]:
@@ -218,7 +260,8 @@ def upstream_request_headers(
 
 
 def plan_response(headers: Iterable[tuple[bytes, bytes]]) -> ResponsePlan:
-    """The origin's headers less hop-by-hop and cookies, names lower-cased; one pass.
+    """The origin's headers less hop-by-hop and cookies (``Set-Cookie``, and
+    ``Clear-Site-Data`` of cookies), names lower-cased; one pass.
 
     ``Content-Length`` and ``Content-Encoding`` pass through untouched: the body is
     relayed byte for byte, never decoded.
@@ -237,6 +280,10 @@ def plan_response(headers: Iterable[tuple[bytes, bytes]]) -> ResponsePlan:
                 seen_length, length = True, _length(value)
         elif name == b"connection" and value.lower() not in _PLAIN_CONNECTION:
             listed = _tokens(value) | (listed or set())
+        elif name == _SITE_DATA:
+            own = own_site_data(value)
+            if own is not None:
+                kept.append((name, own))
     if listed is not None and not listed <= _RESPONSE_SETTLED:
         kept = [item for item in kept if item[0] not in listed]
         if b"content-length" in listed:

@@ -18,7 +18,26 @@ from router.settings import Settings
 from router.upstream_client import UpstreamClient
 
 __all__ = ["CheckedResolver", "Origin", "OriginAddressRefused", "ProxyConnector",
-           "make_session", "parse_origin", "upstream_client"]
+           "RedirectRefused", "make_session", "parse_origin", "upstream_client"]
+
+
+class RedirectRefused(aiohttp.ClientError):
+    """An origin answered a WebSocket upgrade with a redirect, which is never followed."""
+
+
+async def _refuse_redirect(session: aiohttp.ClientSession, context: object,
+                           params: aiohttp.TraceRequestRedirectParams) -> None:
+    # aiohttp's ws_connect follows redirects (up to 10) and has no switch for it. Followed,
+    # an origin's Location sent the upgrade anywhere, and an IP-literal target is never put
+    # to the resolver that checks addresses: 127.0.0.1, 169.254.169.254, the servers'
+    # network, with the client's headers. Browsers fail a redirected handshake anyway.
+    raise RedirectRefused(f"the origin answered {params.response.status} to an upgrade")
+
+
+def _no_redirects() -> aiohttp.TraceConfig:
+    config = aiohttp.TraceConfig()
+    config.on_request_redirect.append(_refuse_redirect)
+    return config
 
 
 class ProxyConnector(aiohttp.TCPConnector):
@@ -61,6 +80,7 @@ def make_session(settings: Settings, *, ssl_context: ssl.SSLContext | None = Non
         max_line_size=limits.header_line, max_field_size=limits.header_line,
         max_headers=limits.headers,
         cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,
+        trace_configs=[_no_redirects()],
         skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
         **overrides,
     )

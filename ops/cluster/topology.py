@@ -396,8 +396,11 @@ worker_processes 2;
 pid {prefix}/nginx.pid;
 events {{ worker_connections 4096; }}
 http {{
-    # Which instance answered each request: the fault tests read it.
-    log_format edge '$status $request_method $http_host$request_uri $upstream_addr '
+    # Which instance answered each request: the fault tests read it. The target as sent,
+    # less its query: query strings carry short-lived codes (/svc-auth-return?code=). Not
+    # $uri, which is decoded: a %20 in it would split the line's fields.
+    map $request_uri $request_path {{ "~^(?<path>[^?]*)" $path; }}
+    log_format edge '$status $request_method $http_host$request_path $upstream_addr '
                     '$upstream_status $request_time';
     access_log {prefix}/access.log edge;
     client_body_temp_path {prefix}/client_body;

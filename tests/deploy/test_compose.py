@@ -560,6 +560,30 @@ def test_the_cluster_edge_serves_only_our_hosts(tmp_path: Path) -> None:
     assert absolute[0] == 200
 
 
+def test_the_cluster_edge_logs_no_query_string(tmp_path: Path) -> None:
+    # Query strings carry short-lived codes (/svc-auth-return?code=): the cluster's edge
+    # logged $request_uri, the production template's only the path.
+    edge = free_port()
+    tls = make_edge_tls(tmp_path / "tls", ["api.localhost", "127.0.0.1"], "apps.localhost")
+    procs = Processes()
+    with AiohttpServer(_echo_app([])) as origin:
+        try:
+            start_nginx(procs, tmp_path / "nginx",
+                        edge_conf(tmp_path / "nginx", [origin.port], edge, tls,
+                                  edge_names(Settings())), edge)
+            status, _ = _tls_send(edge, "127.0.0.1", tls.ca,
+                                  "GET /svc-auth-return?app=demo&code=summary-code-value "
+                                  f"HTTP/1.1\r\nHost: demo.apps.localhost:{edge}\r\n")
+            assert status == 200
+        finally:
+            procs.stop_all()
+    log = (tmp_path / "nginx" / "access.log").read_text().splitlines()
+    assert len(log) == 1 and f" demo.apps.localhost:{edge}/svc-auth-return " in log[0]
+    assert "summary-code-value" not in log[0] and "?" not in log[0]
+    # the fields bench/topology_figures.py and tests/deploy/kit.py read stay where they were
+    assert log[0].split()[3] == f"127.0.0.1:{origin.port}"
+
+
 def test_postgresql_takes_every_pool_at_its_fullest(services: dict[str, dict[str, Any]]) -> None:
     """Each svc process has its own pool; at their fullest they all fit in PostgreSQL's
     max_connections (the image's default is 100), and each names itself in

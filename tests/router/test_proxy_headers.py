@@ -96,6 +96,70 @@ def test_every_upstream_set_cookie_is_dropped(start_proxy_router: RouterFactory,
     assert len(response.content) == size
 
 
+async def site_data_clearer(request: web.Request) -> web.StreamResponse:
+    size = int(request.query.get("size", "10"))
+    response = web.StreamResponse()
+    # "cookies" (and "*", which includes it) clears the cookies of the whole registrable
+    # domain, the portal's and the console's sessions too; the rest stays on the origin.
+    for value in ('"cookies", "storage"', '"*"', ' "cache" ,"executionContexts"',
+                  '"cookies"', '"Cookies", "clientHints"'):
+        response.headers.add("Clear-Site-Data", value)
+    response.content_length = size if size <= BIG // 2 else None
+    await response.prepare(request)
+    await response.write(b"c" * size)
+    await response.write_eof()
+    return response
+
+
+@pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
+def test_clear_site_data_never_clears_cookies(start_proxy_router: RouterFactory,
+                                              proxy_sessions: sessionmaker[Session],
+                                              size: int) -> None:
+    with aiohttp_origin(("GET", "/", site_data_clearer)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
+            router.client("game") as client:
+        response = client.get("/", params={"size": size})
+    assert response.status_code == 200
+    assert len(response.content) == size
+    # Only the types that stay on the runtime's own origin pass, each line on its own.
+    assert response.headers.get_list("clear-site-data") == [
+        '"storage"', '"cache", "executionContexts"', '"clientHints"']
+
+
+# nginx, in front of the router (deploy/nginx), acts on these in the answers it relays:
+# an internal redirect, buffering the answer to disk despite `proxy_buffering off`, ...
+EDGE_CONTROLS = (("X-Accel-Redirect", "/svc-auth-return?app=game&code=forged-code"),
+                 ("X-Accel-Buffering", "yes"), ("X-Accel-Limit-Rate", "1"),
+                 ("X-Accel-Expires", "86400"), ("X-Accel-Charset", "utf-8"))
+
+
+async def edge_steering(request: web.Request) -> web.StreamResponse:
+    size = int(request.query.get("size", "10"))
+    response = web.StreamResponse()
+    for name, value in EDGE_CONTROLS:
+        response.headers.add(name, value)
+    response.headers["X-Origin"] = "yes"
+    response.content_length = size if size <= BIG // 2 else None
+    await response.prepare(request)
+    await response.write(b"c" * size)
+    await response.write_eof()
+    return response
+
+
+@pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
+def test_an_origin_cannot_steer_the_edge_proxy(start_proxy_router: RouterFactory,
+                                               proxy_sessions: sessionmaker[Session],
+                                               size: int) -> None:
+    with aiohttp_origin(("GET", "/", edge_steering)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
+            router.client("game") as client:
+        response = client.get("/", params={"size": size})
+    assert response.status_code == 200
+    assert len(response.content) == size
+    assert response.headers["x-origin"] == "yes"
+    assert not [name for name in response.headers if name.startswith("x-accel-")]
+
+
 # -- 2. hop-by-hop --------------------------------------------------------------------------
 
 def test_hop_by_hop_request_headers_are_removed(start_proxy_router: RouterFactory,
@@ -201,6 +265,29 @@ def test_forwarding_claims_of_an_untrusted_client_are_replaced(
     assert streamed.json()["body_len"] == BIG + 1
     for answer in (response, streamed, named, bare):
         assert claims_seen(seen_headers(answer)) == [
+            ("x-forwarded-for", "127.0.0.1"), ("x-forwarded-host", router.host("game")),
+            ("x-forwarded-proto", "http")]
+
+
+def test_underscore_spellings_of_the_names_we_drop_are_dropped(
+        start_proxy_router: RouterFactory, echo_origin: AiohttpServer,
+        proxy_sessions: sessionmaker[Session]) -> None:
+    """Servers that build a CGI environ (Puma before 6.4.3, gunicorn before 22, CGI itself)
+    read ``X_Forwarded_For`` as ``X-Forwarded-For`` (CVE-2024-45614) and
+    ``Transfer_Encoding`` as ``Transfer-Encoding``: a claim or a framing of the client's
+    own, past the rules of the names as dashed."""
+    underscored = [(name.replace("-", "_").title(), value) for name, value in FORGED] + [
+        ("Transfer_Encoding", "chunked"), ("Content_Length", "0"), ("Cookie_", "kept"),
+        ("Proxy_Authorization", "Basic dXNlcjpwYXNz"), ("Keep_Alive", "1"), ("X_Custom", "kept")]
+    with proxied(start_proxy_router, proxy_sessions, echo_origin.url) as router, \
+            router.client("game") as client:
+        fast = client.get("/", headers=underscored)
+        streamed = client.post("/", headers=underscored, content=b"x" * (BIG + 1))
+    assert streamed.json()["body_len"] == BIG + 1
+    for answer in (fast, streamed):
+        seen = seen_headers(answer)
+        assert [name for name, _ in seen if "_" in name] == ["cookie_", "x_custom"]
+        assert claims_seen(seen) == [
             ("x-forwarded-for", "127.0.0.1"), ("x-forwarded-host", router.host("game")),
             ("x-forwarded-proto", "http")]
 

@@ -115,7 +115,10 @@ async def checked(answers: list[str], allow_private: bool = False) -> list[str]:
 
 PRIVATE_ANSWERS = ["10.0.0.5", "192.168.1.1", "172.16.0.1", "127.0.0.1", "0.0.0.0",
                    "169.254.169.254", "100.64.0.1", "::1", "fe80::1%eth0", "fc00::1",
-                   "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "224.0.0.1"]
+                   "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "224.0.0.1",
+                   # IPv4-compatible (::a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d, SIIT),
+                   # site-local: deprecated forms a host or a translator may still carry
+                   "::127.0.0.1", "::a00:1", "::ffff:0:7f00:1", "::ffff:0:a00:1", "fec0::1"]
 PUBLIC_ANSWERS = ["93.184.216.34", "2606:4700::6810:85e5"]
 
 
@@ -134,3 +137,39 @@ def test_checked_resolver_refuses_a_name_with_only_private_answers() -> None:
 
 def test_checked_resolver_allows_everything_in_dev() -> None:
     assert asyncio.run(checked(PRIVATE_ANSWERS, allow_private=True)) == PRIVATE_ANSWERS
+
+
+def test_a_websocket_upgrade_is_never_redirected(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
+        live_origin: tuple[AiohttpServer, list[str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An origin answering the upgrade with a redirect to a private address (here the
+    loopback listener of ``live_origin``, standing in for an internal service or the cloud
+    metadata address) must not have the router go there: an IP-literal target is never
+    put to the resolver that checks addresses."""
+    internal, hits = live_origin
+    redirected: list[str] = []
+
+    async def redirect(request: web.Request) -> web.StreamResponse:
+        redirected.append(request.path)
+        raise web.HTTPFound(f"http://127.0.0.1:{internal.port}/ws")
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", redirect)
+    # The app's origin is a name whose (stand-in) public DNS answer is 127.0.0.2, the one
+    # address this test takes for a public one; 127.0.0.1 stays private.
+    monkeypatch.setattr("router.origin.is_public_address", lambda ip: str(ip) == "127.0.0.2")
+    monkeypatch.setattr("router.origin.aiohttp.ThreadedResolver",
+                        lambda: PublicDns(["127.0.0.2"]))
+    with AiohttpServer(app, host="127.0.0.2") as origin:
+        add_app(proxy_sessions, "game", f"http://origin.example:{origin.port}")
+        with start_proxy_router(**production(free_port())) as router:
+            with router.client("game") as client:
+                answer = client.get("/page")
+            # plain HTTP: the redirect is relayed, never followed
+            assert answer.status_code == 302
+            sock = socket.create_connection(("127.0.0.1", router.port), timeout=5)
+            with pytest.raises(InvalidStatus) as refused:
+                connect(f"ws://{router.host('game')}/ws", sock=sock, open_timeout=5)
+            assert refused.value.response.status_code == 403
+    assert redirected == ["/page", "/ws"]  # the origin was asked
+    assert hits == []  # and the address it pointed at never was

@@ -65,6 +65,8 @@ def test_charge_id_is_the_contracts_bytes32_of_the_sequence() -> None:
     ("fe80::1", False), ("fc00::1", False), ("::ffff:127.0.0.1", False),
     ("::ffff:8.8.8.8", True), ("2002:7f00:1::", False), ("64:ff9b::a00:1", False),
     ("224.0.0.1", False), ("255.255.255.255", False), ("198.18.0.1", False),
+    ("::127.0.0.1", False), ("::8.8.8.8", False), ("::ffff:0:7f00:1", False),
+    ("::ffff:0:808:808", False), ("fec0::1", False), ("fecf::1", False),
 ])
 def test_public_address_rule(ip: str, public: bool) -> None:
     assert is_public_address(ipaddress.ip_address(ip)) is public
