@@ -2,7 +2,8 @@
 unlocks (connected apps, spend), unlinking, and forgetting the proof.
 
 The proof opens a browser session: a random token in an HttpOnly, host-only cookie
-(no ``Domain``, so it never reaches the API, console or runtime hosts) without
+(no ``Domain``, so it never reaches the API, console or runtime hosts; over https named
+``__Host-svc_portal_wallet``, so no other host can plant one, payments/cookies.py) without
 ``Max-Age``, so it ends with the browser session (spec 4.7); the server also ends it
 after 12 hours.
 """
@@ -25,7 +26,7 @@ from payments.portal.wallets import current_budget
 from portal.config import PortalConfig
 from portal.csrf import check_page_token, check_session_token
 
-WALLET_COOKIE = "svc_portal_wallet"
+WALLET_COOKIE = "svc_portal_wallet"  # the base name (payments/cookies.py)
 NO_STORE = {"cache-control": "no-store"}
 
 
@@ -73,13 +74,12 @@ class AccountApi:
         token, view = await self.s.run(work)
         response = JSONResponse(view, headers=NO_STORE)
         # SameSite=Strict: only the portal's own pages ever need it.
-        response.set_cookie(WALLET_COOKIE, token, path="/", secure=self.c.secure_cookies,
-                            httponly=True, samesite="strict")
+        self.c.cookies.set(response, WALLET_COOKIE, token, samesite="strict")
         return response
 
     async def account(self, request: Request) -> Response:
         now = self.s.clock()
-        cookie = request.cookies.get(WALLET_COOKIE)
+        cookie = self.c.cookies.read(request, WALLET_COOKIE)
 
         def work(session: Session) -> dict[str, Any]:
             record = proofs.live_wallet_session(session, cookie, now)
@@ -90,7 +90,7 @@ class AccountApi:
 
     async def unlink(self, request: Request) -> Response:
         now = self.s.clock()
-        cookie = request.cookies.get(WALLET_COOKIE)
+        cookie = self.c.cookies.read(request, WALLET_COOKIE)
         connection_id = request.path_params["connection_id"]
 
         def work(session: Session) -> dict[str, Any]:
@@ -104,7 +104,7 @@ class AccountApi:
 
     async def forget(self, request: Request) -> Response:
         now = self.s.clock()
-        cookie = request.cookies.get(WALLET_COOKIE)
+        cookie = self.c.cookies.read(request, WALLET_COOKIE)
 
         def work(session: Session) -> None:
             record = proofs.live_wallet_session(session, cookie, now)
@@ -113,8 +113,7 @@ class AccountApi:
                 proofs.end_wallet_session(session, record, now)
         await self.s.run(work)
         response = JSONResponse({"forgotten": True}, headers=NO_STORE)
-        response.delete_cookie(WALLET_COOKIE, path="/", secure=self.c.secure_cookies,
-                               httponly=True, samesite="strict")
+        self.c.cookies.clear(response, WALLET_COOKIE, samesite="strict")
         return response
 
     def _view(self, session: Session, record: WalletSession) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from payments.chain.gateway import ChainReads
 from payments.chain.params import ChainParams
+from payments.cookies import CookieNames
 from payments.developer.services import DeveloperServices
 from payments.ledger.config import LedgerConfig
 from payments.ledger.return_urls import origin_of
@@ -42,5 +43,5 @@ class PortalConfig:
         return self.ledger.secret_key
 
     @property
-    def secure_cookies(self) -> bool:
-        return self.services.secure_cookies
+    def cookies(self) -> CookieNames:
+        return self.services.cookies

@@ -211,7 +211,7 @@ def developer_services(settings: Settings, resources: Resources,
     return DeveloperServices(
         sessions=resources.session_factory, limiter=resources.rate_limiter, mailer=mailer,
         passwords=Passwords(), policy=policy, base_url=settings.base_url,
-        console_url=settings.console_url, secure_cookies=not settings.dev,
+        console_url=settings.console_url, cookies=settings.cookies,
         client_address=ClientAddress(TrustedProxies(settings.trusted_proxies)),
         workers=anyio.CapacityLimiter(settings.db_workers),
     )

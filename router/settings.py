@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import Literal
 from urllib.parse import urlsplit
 
+from payments.cookies import CookieNames
 from payments.digits import parse_digits
 from router.head_limits import HeadLimits
 from router.secret_files import with_secret_files
@@ -305,6 +306,19 @@ class Settings:
     @property
     def dev(self) -> bool:
         return self.mode == "dev"
+
+    @property
+    def secure_cookies(self) -> bool:
+        """The portal's and console's cookies are Secure, and so ``__Host-`` named: outside
+        dev always (a server's URLs are https there), in dev when both hosts are served over
+        https (ops/cluster's topology). Plain http dev keeps the plain names."""
+        return not self.dev or all(urlsplit(url).scheme == "https"
+                                   for url in (self.portal_url, self.console_url))
+
+    @property
+    def cookies(self) -> CookieNames:
+        """The one place the cookies' names come from (payments/cookies.py)."""
+        return CookieNames(secure=self.secure_cookies)
 
     def runtime_url(self, slug: str) -> str:
         default_port = {"http": 80, "https": 443}.get(self.apps_scheme)

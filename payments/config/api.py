@@ -89,8 +89,9 @@ class ConfigApi:
         ]
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], T]) -> T:
-        return await run_as(self.s.developer,
-                            credentials(request, accept_session=self.accept_session), work)
+        creds = credentials(request, self.s.developer.cookies,
+                            accept_session=self.accept_session)
+        return await run_as(self.s.developer, creds, work)
 
     # -- plan and apply -----------------------------------------------------------------
 
@@ -175,7 +176,8 @@ class ConfigApi:
 
     async def _limit(self, request: Request) -> None:
         await enforce_for_developer(
-            self.s.developer, credentials(request, accept_session=self.accept_session),
+            self.s.developer, credentials(request, self.s.developer.cookies,
+                                          accept_session=self.accept_session),
             APPLY_LIMIT)
 
     async def _dns_problems(self, plan: dict[str, Any]) -> list[Problem]:

@@ -68,8 +68,8 @@ class DeveloperApi:
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], Any],
                   limit: Limit | None = None) -> Any:
-        return await run_as(self.s, credentials(request, accept_session=self.accept_session),
-                            work, limit)
+        creds = credentials(request, self.s.cookies, accept_session=self.accept_session)
+        return await run_as(self.s, creds, work, limit)
 
     def routes(self) -> list[Route]:
         p = "/api/developer"

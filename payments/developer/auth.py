@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 
 from payments.apps import app_by_ref
+from payments.cookies import CookieNames
 from payments.developer.accounts import organization_ids
 from payments.developer.grants import grant_for_token, require_grant_scope, require_grant_scopes
 from payments.developer.models import CliGrant, ConsoleSession
@@ -29,6 +30,7 @@ from payments.ratelimit import Limit, enforce
 
 T = TypeVar("T")
 
+# The base name: served over https the cookie is `__Host-svc_console` (payments/cookies.py).
 SESSION_COOKIE = "svc_console"
 CSRF_HEADER = "x-csrf-token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -77,12 +79,13 @@ class Credentials:
     origin: str | None
 
 
-def credentials(request: Request, *, accept_session: bool) -> Credentials:
+def credentials(request: Request, cookies: CookieNames, *, accept_session: bool
+                ) -> Credentials:
     auth = request.headers.get("authorization", "")
     scheme, _, value = auth.partition(" ")
     return Credentials(
         bearer=value.strip() if scheme.lower() == "bearer" and value.strip() else None,
-        cookie=request.cookies.get(SESSION_COOKIE) if accept_session else None,
+        cookie=cookies.read(request, SESSION_COOKIE) if accept_session else None,
         csrf=request.headers.get(CSRF_HEADER), method=request.method,
         origin=request.headers.get("origin"),
     )

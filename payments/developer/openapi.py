@@ -196,6 +196,7 @@ def _organization_key_paths(p: str) -> dict[str, Any]:
 SECURITY_SCHEMES = {
     "cliGrant": {"type": "http", "scheme": "bearer",
                  "description": "A CLI grant token (zcli_...), scoped to one app, expiring."},
-    "consoleSession": {"type": "apiKey", "in": "cookie", "name": "svc_console",
-                       "description": "Console host only; mutations need x-csrf-token."},
+    "consoleSession": {"type": "apiKey", "in": "cookie", "name": "__Host-svc_console",
+                       "description": "Console host only; mutations need x-csrf-token. "
+                                      "`svc_console` in dev over http."},
 }

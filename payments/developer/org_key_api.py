@@ -43,7 +43,8 @@ class OrganizationKeyApi:
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], Any],
                   limit: Limit | None = None) -> Any:
-        return await run_as(self.s, credentials(request, accept_session=True), work, limit)
+        return await run_as(self.s, credentials(request, self.s.cookies, accept_session=True),
+                            work, limit)
 
     async def list_keys(self, request: Request) -> Response:
         def work(session: Session, who: Principal) -> dict[str, Any]:

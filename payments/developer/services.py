@@ -11,6 +11,7 @@ import anyio
 import anyio.to_thread
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.cookies import CookieNames
 from payments.db import utcnow
 from payments.developer.passwords import Passwords
 from payments.developer.sessions import SessionPolicy
@@ -55,7 +56,7 @@ class DeveloperServices:
     policy: SessionPolicy
     base_url: str
     console_url: str
-    secure_cookies: bool
+    cookies: CookieNames  # the portal's and console's cookie names (Settings.cookies)
     limits: Limits = field(default_factory=Limits)
     client_address: ClientAddress = peer_address
     clock: Callable[[], datetime] = utcnow

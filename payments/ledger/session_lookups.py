@@ -50,7 +50,7 @@ class SessionLookups:
 
     async def _signed_in(self, request: Request,
                          lookup: Callable[[Session, Allow], dict[str, Any]]) -> Response:
-        creds = credentials(request, accept_session=True)
+        creds = credentials(request, self.s.cookies, accept_session=True)
         if creds.bearer is not None:
             raise ApiError("developer_session_required", 401, "Lookups on the console host "
                            "take the console session; backends call the API host with a "

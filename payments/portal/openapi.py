@@ -42,7 +42,7 @@ ERRORS: dict[str, tuple[int, str]] = {
     "wallet_proof_expired": (422, f"the challenge is older than "
                                   f"{int(CHALLENGE_TTL.total_seconds())} s"),
     "wallet_proof_used": (409, "this signed challenge already opened a session"),
-    "wallet_proof_required": (401, "no live wallet session (cookie `svc_portal_wallet`)"),
+    "wallet_proof_required": (401, "no live wallet session (cookie `__Host-svc_portal_wallet`)"),
     "connection_not_found": (404, "no active connection with this id for the proven wallet"),
 }
 BODY = ["invalid_json", "unsupported_media_type", "payload_too_large", "csrf_failed"]
@@ -234,7 +234,8 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
             body=_body({"address": ADDRESS}, ["address"]))},
         f"{p}/wallet-proof": {"post": _op(
             "proveWallet", "Open a wallet session with the signed challenge.",
-            f"Sets `svc_portal_wallet` (HttpOnly, SameSite=Strict, host-only, no Max-Age: it "
+            f"Sets `__Host-svc_portal_wallet` (`svc_portal_wallet` in dev over http; "
+            f"HttpOnly, SameSite=Strict, host-only, no Max-Age: it "
             f"ends with the browser session; the server ends it after "
             f"{int(SESSION_TTL.total_seconds() // 3600)} h). One session per challenge. "
             f"{ORIGIN}",
@@ -249,7 +250,7 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
             [*BODY], parameters=[CSRF_HEADER])},
         f"{p}/account": {"get": _op(
             "getPortalAccount", "Connected apps, spend records and budget of the proven wallet.",
-            "Needs the `svc_portal_wallet` cookie.",
+            "Needs the `__Host-svc_portal_wallet` cookie.",
             _json({"$ref": "#/components/schemas/PortalAccount"}), ["wallet_proof_required"])},
         f"{p}/connections/{{connection_id}}/unlink": {"post": _op(
             "unlinkConnection", "Unlink one of the proven wallet's app accounts.",

@@ -75,11 +75,12 @@ class RuntimeApi:
 
     async def _limit(self, request: Request, limit: Limit) -> None:
         await enforce_for_developer(
-            self.s, credentials(request, accept_session=self.accept_session), limit)
+            self.s, credentials(request, self.s.cookies, accept_session=self.accept_session),
+            limit)
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], T]) -> T:
-        return await run_as(self.s, credentials(request, accept_session=self.accept_session),
-                            work)
+        creds = credentials(request, self.s.cookies, accept_session=self.accept_session)
+        return await run_as(self.s, creds, work)
 
     def _view(self, app: App) -> dict[str, Any]:
         return runtime_view(app, self.r.runtime_url(app.slug))

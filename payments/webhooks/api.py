@@ -52,12 +52,14 @@ class WebhookApi:
     # Plumbing
 
     async def _as(self, request: Request, work: Callable[[Session, Principal], T]) -> T:
-        return await run_as(self.s.developer,
-                            credentials(request, accept_session=self.accept_session), work)
+        creds = credentials(request, self.s.developer.cookies,
+                            accept_session=self.accept_session)
+        return await run_as(self.s.developer, creds, work)
 
     async def _limit(self, request: Request, limit: Limit) -> None:
         await enforce_for_developer(
-            self.s.developer, credentials(request, accept_session=self.accept_session), limit)
+            self.s.developer, credentials(request, self.s.developer.cookies,
+                                          accept_session=self.accept_session), limit)
 
     # Endpoints
 

@@ -34,11 +34,11 @@ class AccountPages:
         self.s = console.services
 
     async def signup_form(self, request: Request) -> Response:
-        token = signed_out_token(request)
-        return token.attach(signup_page(token.value), secure=self.c.secure)
+        token = signed_out_token(request, self.c.cookies)
+        return token.attach(signup_page(token.value))
 
     async def signup(self, request: Request) -> Response:
-        token = signed_out_token(request)
+        token = signed_out_token(request, self.c.cookies)
         form = Form({})
         try:
             form = await read_form(request)
@@ -46,7 +46,7 @@ class AccountPages:
             email = await self._register(form, client_ip(self.s, request))
         except ApiError as error:
             return token.attach(signup_page(token.value, form.get("email"),
-                                            form.get("username"), error), secure=self.c.secure)
+                                            form.get("username"), error))
         return RedirectResponse(f"/verify?email={quote(email)}&sent=1", status_code=303)
 
     async def _register(self, form: Form, address: str) -> str:
@@ -89,13 +89,13 @@ class AccountPages:
                            "right now; please try again in a minute.") from None
 
     async def verify_form(self, request: Request) -> Response:
-        token = signed_out_token(request)
+        token = signed_out_token(request, self.c.cookies)
         email = request.query_params.get("email", "")[:254]
         sent = request.query_params.get("sent") == "1"
-        return token.attach(verify_page(token.value, email, sent=sent), secure=self.c.secure)
+        return token.attach(verify_page(token.value, email, sent=sent))
 
     async def verify(self, request: Request) -> Response:
-        token = signed_out_token(request)
+        token = signed_out_token(request, self.c.cookies)
         form = Form({})
         try:
             form = await read_form(request)
@@ -110,12 +110,11 @@ class AccountPages:
                 return open_session(session, developer.id, now, self.s.policy).token
             session_token = await self.s.run(unit)
         except ApiError as error:
-            return token.attach(verify_page(token.value, form.get("email"), error=error),
-                                secure=self.c.secure)
+            return token.attach(verify_page(token.value, form.get("email"), error=error))
         return self._signed_in(RedirectResponse("/apps", status_code=303), session_token)
 
     async def resend(self, request: Request) -> Response:
-        token = signed_out_token(request)
+        token = signed_out_token(request, self.c.cookies)
         form = Form({})
         try:
             form = await read_form(request)
@@ -133,18 +132,18 @@ class AccountPages:
             email = await self.s.run(unit)
         except ApiError as error:
             return token.attach(verify_page(token.value, form.get("email"),
-                                            resend_error=error), secure=self.c.secure)
+                                            resend_error=error))
         return RedirectResponse(f"/verify?email={quote(email)}&sent=1", status_code=303)
 
     async def login_form(self, request: Request) -> Response:
-        token = signed_out_token(request)
+        token = signed_out_token(request, self.c.cookies)
         next_path = request.query_params.get("next", "")
         signed_out = request.query_params.get("signed_out") == "1"
         return token.attach(login_page(token.value, next_path=next_path if is_local_path(
-            next_path) else "", signed_out=signed_out), secure=self.c.secure)
+            next_path) else "", signed_out=signed_out))
 
     async def login(self, request: Request) -> Response:
-        token = signed_out_token(request)
+        token = signed_out_token(request, self.c.cookies)
         form = Form({})
         try:
             form = await read_form(request)
@@ -152,7 +151,7 @@ class AccountPages:
             name = form.get("login").strip().lower()[:254]
             limit, key = self.s.limits.login, f"{client_ip(self.s, request)}|{name}"
             await enforce(self.s.limiter(), limit, key)
-            now, previous = self.s.clock(), request.cookies.get(SESSION_COOKIE)
+            now, previous = self.s.clock(), self.c.cookies.read(request, SESSION_COOKIE)
 
             def unit(session: Session) -> str:
                 developer = accounts.authenticate(session, self.s.passwords, login=name,
@@ -165,7 +164,7 @@ class AccountPages:
             next_path = form.get("next")
             return token.attach(login_page(token.value, form.get("login"),
                                            next_path if is_local_path(next_path) else "",
-                                           error=error), secure=self.c.secure)
+                                           error=error))
         target = form.get("next")
         response = RedirectResponse(target if is_local_path(target) else "/apps",
                                     status_code=303)
@@ -173,7 +172,7 @@ class AccountPages:
 
     async def logout(self, request: Request) -> Response:
         now = self.s.clock()
-        cookie = request.cookies.get(SESSION_COOKIE)
+        cookie = self.c.cookies.read(request, SESSION_COOKIE)
 
         def work(session: Session, who: Principal) -> None:
             revoke_session(session, cookie, now)
@@ -183,10 +182,10 @@ class AccountPages:
             if error.code != AUTH_REQUIRED:
                 return self.c.failure(request, error)
         response = RedirectResponse("/login?signed_out=1", status_code=303)
-        clear_session_cookie(response, secure=self.c.secure)
+        clear_session_cookie(response, self.c.cookies)
         return response
 
     def _signed_in(self, response: Response, session_token: str) -> Response:
-        set_session_cookie(response, session_token, secure=self.c.secure,
+        set_session_cookie(response, self.c.cookies, session_token,
                            max_age=int(self.s.policy.absolute.total_seconds()))
         return response

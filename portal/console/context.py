@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from payments.cookies import CookieNames
 from payments.developer.auth import SESSION_COOKIE, Credentials, Principal, run_as
 from payments.developer.models import Developer
 from payments.developer.services import DeveloperServices
@@ -32,15 +33,15 @@ class Console:
     runtime_url: RuntimeUrl
 
     @property
-    def secure(self) -> bool:
-        return self.services.secure_cookies
+    def cookies(self) -> CookieNames:
+        return self.services.cookies
 
     async def as_developer(self, request: Request, work: Callable[[Session, Principal], T], *,
                            form: Form | None = None, limit: Limit | None = None
                            ) -> tuple[Nav, T]:
         """Run ``work`` as the session's developer; with a ``form``, as a checked mutation;
         with a ``limit``, counted against the developer's budget first."""
-        creds = Credentials(bearer=None, cookie=request.cookies.get(SESSION_COOKIE),
+        creds = Credentials(bearer=None, cookie=self.cookies.read(request, SESSION_COOKIE),
                             csrf=form.get(CSRF_FIELD) if form else None,
                             method="POST" if form else "GET",
                             origin=request.headers.get("origin"))
@@ -50,7 +51,8 @@ class Console:
         return await run_as(self.services, creds, unit, limit)
 
     def check_signed_out_form(self, request: Request, form: Form) -> None:
-        check_double_submit(request.cookies.get(CSRF_COOKIE), form.get(CSRF_FIELD) or None,
+        check_double_submit(self.cookies.read(request, CSRF_COOKIE),
+                            form.get(CSRF_FIELD) or None,
                             request.headers.get("origin"), self.services.console_url)
 
     def failure(self, request: Request, error: ApiError, *, back: str = "/apps") -> Response:
@@ -84,15 +86,16 @@ class SignedOutToken:
 
     value: str
     minted: bool
+    cookies: CookieNames
 
-    def attach(self, response: Response, *, secure: bool) -> Response:
+    def attach(self, response: Response) -> Response:
         if self.minted:
-            set_csrf_cookie(response, self.value, secure=secure)
+            set_csrf_cookie(response, self.cookies, self.value)
         return response
 
 
-def signed_out_token(request: Request) -> SignedOutToken:
-    existing = request.cookies.get(CSRF_COOKIE)
+def signed_out_token(request: Request, cookies: CookieNames) -> SignedOutToken:
+    existing = cookies.read(request, CSRF_COOKIE)
     if existing and 16 <= len(existing) <= 128:
-        return SignedOutToken(existing, minted=False)
-    return SignedOutToken(new_csrf_token(), minted=True)
+        return SignedOutToken(existing, minted=False, cookies=cookies)
+    return SignedOutToken(new_csrf_token(), minted=True, cookies=cookies)

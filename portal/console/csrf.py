@@ -11,7 +11,7 @@ import secrets
 from payments.developer.tokens import same
 from payments.errors import ApiError
 
-CSRF_COOKIE = "svc_csrf"
+CSRF_COOKIE = "svc_csrf"  # the base name; `__Host-svc_csrf` over https (payments/cookies.py)
 CSRF_FIELD = "csrf"
 
 

@@ -154,7 +154,9 @@ def test_console_signup_page_and_openapi_are_served(server: Container) -> None:
         page = console.get("/signup")
     assert page.status_code == 200
     assert re.search(r'<form[^>]+method="post"', page.text)
-    assert "secure" in page.headers["set-cookie"].lower()  # production: https console URL
+    # production: https console URL, so Secure and `__Host-` named (payments/cookies.py)
+    assert page.headers["set-cookie"].startswith("__Host-svc_csrf=")
+    assert "secure" in page.headers["set-cookie"].lower()
     with server.client("docs") as docs:
         spec = docs.get("/openapi.json").json()
     assert "/api/pay/{app}/{product}" in spec["paths"]

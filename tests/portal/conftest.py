@@ -1,8 +1,9 @@
 """A real router (uvicorn on loopback) sending mail to a real SMTP server, for the console.
 
 ``start_console(limits=..., clock=...)`` swaps the console host's ``DeveloperServices`` for
-one with small limits and a fake clock: ``create_app`` has no hook for them yet. Other
-keyword arguments are settings (e.g. the webhook dispatcher's).
+one with small limits and a fake clock: ``create_app`` has no hook for them yet.
+``start_console(secure_cookies=True)`` writes the service URLs with https (Secure,
+``__Host-`` cookies). Other keyword arguments are settings (e.g. the webhook dispatcher's).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -89,21 +90,30 @@ def smtp() -> Iterator[SmtpServer]:
 def start_console(db_url: str, smtp: SmtpServer) -> ConsoleFactory:
     @contextmanager
     def start(*, limits: Limits | None = None, clock: FakeClock | None = None,
-              secure_cookies: bool | None = None, **overrides: Any) -> Iterator[Console]:
+              secure_cookies: bool = False, **overrides: Any) -> Iterator[Console]:
         settings = router_settings(db_url, smtp_host=smtp.host, smtp_port=smtp.port,
                                    smtp_starttls=False, **overrides)
+        if secure_cookies:
+            settings = served_over_https(settings)
         changes: dict[str, Any] = {}
         if limits is not None:
             changes["limits"] = limits
         if clock is not None:
             limiter = InMemoryRateLimiter(clock=clock.monotonic)
             changes.update(clock=clock.now, limiter=lambda: limiter)
-        if secure_cookies is not None:
-            changes["secure_cookies"] = secure_cookies
         service = create_app(settings, developer_overrides=changes)
         with serve_router(service, settings) as url:
             yield Console(url, settings.bind_port, settings, smtp)
     return start
+
+
+def served_over_https(settings: Settings) -> Settings:
+    """The same settings with the service hosts' URLs on https, as the cluster topology and
+    production have them: the cookies are Secure and ``__Host-`` named (the server itself
+    still answers plain http on loopback, as it does behind a TLS edge)."""
+    return replace(settings, **{name: "https://" + getattr(settings, name).removeprefix("http://")
+                                for name in ("base_url", "portal_url", "console_url",
+                                             "docs_url")})
 
 
 @pytest.fixture

@@ -95,14 +95,17 @@ def test_session_cookie_is_host_only_and_refused_on_other_hosts(
                 assert (with_cookie.status_code, _unstamped(with_cookie.text)) == (
                     without.status_code, _unstamped(without.text)), kind
 
+    # Over https (settings' URLs), Secure and `__Host-` named: tests/portal/test_host_cookies.py.
     with start_console(secure_cookies=True) as console, console.client() as client:
         form = client.get("/login")
         csrf_header = form.headers["set-cookie"].lower()
-        assert csrf_header.startswith("svc_csrf=") and "domain=" not in csrf_header
+        assert csrf_header.startswith("__host-svc_csrf=") and "domain=" not in csrf_header
         assert all(a in csrf_header for a in ("httponly", "samesite=strict", "secure"))
         token = csrf_of(form)  # httpx keeps Secure cookies from http: send it by hand
         signed_in = client.post("/login", data={"csrf": token, "login": "dev1",
                                                 "password": PASSWORD},
-                                headers={"cookie": f"svc_csrf={token}"})
+                                headers={"cookie": f"__Host-svc_csrf={token}"})
         assert signed_in.status_code == 303
-        assert "; secure" in _session_cookie(signed_in).lower()
+        session = next(h for h in signed_in.headers.get_list("set-cookie")
+                       if h.startswith(f"__Host-{SESSION_COOKIE}="))
+        assert "; secure" in session.lower()

@@ -54,13 +54,15 @@ _CSP_MESSAGE = re.compile(r"Content[- ]Security[- ]Policy", re.IGNORECASE)
 
 
 @contextmanager
-def chromium(**launch: Any) -> Iterator[Browser]:
-    """Playwright + headless system Chromium; both are shut down on exit."""
+def chromium(*extra_args: str, **launch: Any) -> Iterator[Browser]:
+    """Playwright + headless system Chromium; both are shut down on exit. ``extra_args``
+    are Chromium switches added to ours (e.g. ``--host-resolver-rules``)."""
     if not os.access(CHROMIUM_PATH, os.X_OK):
         pytest.fail(f"{CHROMIUM_PATH} is missing: browser tests need Debian's chromium")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM_PATH, args=list(CHROMIUM_ARGS), headless=True, **launch)
+            executable_path=CHROMIUM_PATH, args=[*CHROMIUM_ARGS, *extra_args], headless=True,
+            **launch)
         try:
             yield browser
         finally:

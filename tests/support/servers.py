@@ -19,9 +19,11 @@ from tests.support.services import free_port
 
 
 @contextmanager
-def serve_router(app: Any, settings: Settings) -> Iterator[str]:
-    """Run ``create_app(settings)`` under uvicorn exactly as ``svc-server`` does."""
-    config = server_config(app, settings, log_level="warning")
+def serve_router(app: Any, settings: Settings, **extra: Any) -> Iterator[str]:
+    """Run ``create_app(settings)`` under uvicorn exactly as ``svc-server`` does; ``extra``
+    goes to uvicorn (``ssl_certfile``/``ssl_keyfile``: TLS, the yielded URL still says
+    http)."""
+    config = server_config(app, settings, log_level="warning", **extra)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
