@@ -139,10 +139,32 @@ def dev_settings(port: int) -> Settings:
     )
 
 
+class PortInUse(Exception):
+    """The address ``svc-server dev`` was to listen on is taken (another dev server?)."""
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Bind the service's address once before anything is migrated or printed: a port in
+    use is then one clear line naming ``--port``, not uvicorn's traceback after a list of
+    URLs that another server answers. uvicorn binds it again itself (handed a socket, it
+    would not print the "Uvicorn running on" line people look for)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # as uvicorn binds: a restart is not refused by the last run's TIME_WAIT connections
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise PortInUse(
+                f"cannot listen on {host}:{port} ({exc.strerror}); another svc-server dev "
+                f"may be running there. Pick another port: svc-server dev --port {port + 1} "
+                f"(bash scripts/dev.sh --port {port + 1}).") from None
+
+
 async def run_dev(settings: Settings) -> None:
     """The service and the reference app as the ``demo`` runtime, both on loopback. The
     in-server webhook and chain workers deliver ``payment.delivered`` and, once the batch
     settles on the in-process chain, ``payment.settled`` to the app."""
+    check_port_free(settings.bind_host, settings.bind_port)
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
                          max_overflow=settings.db_max_overflow)
     migrate.upgrade_unless_ahead(engine)
@@ -205,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"svc-server: {exc}", file=sys.stderr)
         return 2
+    except PortInUse as exc:
+        print(f"svc-server: {exc}", file=sys.stderr)
+        return 3  # as `serve` exits when uvicorn cannot bind
     except KeyboardInterrupt:
         pass
     except Exception:

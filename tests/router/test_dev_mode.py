@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
 from router.cli import QuietDemoServer, serve_demo
-from tests.support.dev_server import dev_server
+from tests.support.dev_server import SVC_SERVER, dev_env, dev_server
 
 
 def test_dev_command_serves_seeded_demo(tmp_path: Path) -> None:
@@ -80,3 +81,21 @@ def test_the_demo_servers_warnings_still_show(caplog: pytest.LogCaptureFixture) 
         logger.removeFilter(quiet)
     assert [r.getMessage() for r in caplog.records] == ["demo warned", "service started",
                                                         "after"]
+
+
+def test_a_port_in_use_is_one_line_naming_port(tmp_path: Path) -> None:
+    """A second ``svc-server dev`` on a taken port used to print the URLs (which the other
+    server answers), migrate, then end in uvicorn's tracebacks; now it stops first, with
+    the flag that picks another port."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([SVC_SERVER, "dev", "--port", str(port)], cwd=tmp_path,
+                              env=dev_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert f"svc-server dev --port {port + 1}" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "Dev service on embedded defaults" not in done.stdout  # no URLs of another server
+    assert not (tmp_path / "var" / "svc.db").exists()  # nothing migrated
