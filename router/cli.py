@@ -18,6 +18,7 @@ from router import native
 from router.app import Service, create_app
 from router.dev import DEMO_SLUG, seed_demo
 from router.dev_backend import seed_demo_backend
+from router.dev_chain_note import earlier_chain_note
 from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
 from router.fast_protocol import http_protocol
 from router.processes import Supervisor
@@ -175,12 +176,15 @@ async def run_dev(settings: Settings) -> None:
     app_id = seed_demo(sessions, origin)
     backend = seed_demo_backend(sessions, settings, app_id, origin + WEBHOOK_PATH)
     catalogue = demo_catalogue(sessions, app_id)
+    chain_note = earlier_chain_note(sessions, settings.chain_backend)
     engine.dispose()
     runtime = demo_runtime(settings, backend, origin, catalogue, dev_data_dir(settings))
     demo = uvicorn.Server(uvicorn.Config(runtime, log_level="warning", access_log=False,
                                          lifespan="on", log_config=uvicorn_log_config()))
     main = uvicorn.Server(server_config(create_app(settings), settings))
     print_dev_urls(settings, origin)
+    if chain_note:
+        log.warning("%s", chain_note)
     quiet = QuietDemoServer()
     uvicorn_log = logging.getLogger("uvicorn.error")
     uvicorn_log.addFilter(quiet)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -99,3 +101,21 @@ def test_a_port_in_use_is_one_line_naming_port(tmp_path: Path) -> None:
     assert "Traceback" not in done.stdout + done.stderr
     assert "Dev service on embedded defaults" not in done.stdout  # no URLs of another server
     assert not (tmp_path / "var" / "svc.db").exists()  # nothing migrated
+
+
+def test_a_restart_says_the_ledger_outlived_the_in_process_chain(tmp_path: Path) -> None:
+    """var/svc.db is kept between runs, the in-process chain is not: a budget relayed in
+    an earlier run is in the ledger but not on the new chain, so its charges fail to
+    settle. The first run has nothing to say; a later one says so, and what to do."""
+    with dev_server(tmp_path) as first:
+        pass
+    assert "from an earlier run" not in first.output()
+    with sqlite3.connect(tmp_path / "var" / "svc.db") as db:  # what a settlement leaves
+        db.execute("INSERT INTO chain_transactions (kind, status, tx_hash, created_at) "
+                   "VALUES ('charge_batch', 'confirmed', ?, '2026-11-28 00:00:00')",
+                   ("0x" + "ab" * 32,))
+    with dev_server(tmp_path) as again:
+        again.wait_for(re.compile(r"from an earlier run"))
+    said = again.output()
+    assert "0 active budget(s) and 1 mined chain transaction(s)" in said
+    assert "delete var/" in said
