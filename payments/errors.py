@@ -52,12 +52,31 @@ _HTTP_CODES = {
 }
 
 
+_PATH_SHOWN = 200  # characters of the path a routing error repeats
+
+
+def _routing_message(request: Request, exc: HTTPException) -> str:
+    """Starlette's bare "Not Found" / "Method Not Allowed" say nothing of what was asked:
+    a client with a wrong base URL (``…/api`` twice, the portal's host for the API's) is
+    told the method and path that matched nothing on this host."""
+    path = request.url.path
+    if len(path) > _PATH_SHOWN:
+        path = path[:_PATH_SHOWN] + "…"
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        return (f"Nothing answers {request.method} {path} on this host: check the URL's "
+                "host and path (the payment API is on the API host; its paths are in "
+                "openapi.json).")
+    if exc.status_code == 405 and exc.detail == "Method Not Allowed":
+        return f"{request.method} is not allowed on {path}."
+    return str(exc.detail)
+
+
 async def handle_http_exception(request: Request, exc: Exception) -> Response:
     """Starlette's own 404/405 in our envelope rather than plain text."""
     assert isinstance(exc, HTTPException)
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    return JSONResponse({"code": code, "message": str(exc.detail)}, status_code=exc.status_code,
-                        headers=exc.headers)
+    return JSONResponse({"code": code, "message": _routing_message(request, exc)},
+                        status_code=exc.status_code, headers=exc.headers)
 
 
 async def handle_unexpected(request: Request, exc: Exception) -> Response:

@@ -18,6 +18,7 @@ from router import native
 from router.app import Service, create_app
 from router.dev import DEMO_SLUG, seed_demo
 from router.dev_backend import seed_demo_backend
+from router.dev_chain_note import earlier_chain_note
 from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
 from router.fast_protocol import http_protocol
 from router.processes import Supervisor
@@ -139,10 +140,32 @@ def dev_settings(port: int) -> Settings:
     )
 
 
+class PortInUse(Exception):
+    """The address ``svc-server dev`` was to listen on is taken (another dev server?)."""
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Bind the service's address once before anything is migrated or printed: a port in
+    use is then one clear line naming ``--port``, not uvicorn's traceback after a list of
+    URLs that another server answers. uvicorn binds it again itself (handed a socket, it
+    would not print the "Uvicorn running on" line people look for)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # as uvicorn binds: a restart is not refused by the last run's TIME_WAIT connections
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise PortInUse(
+                f"cannot listen on {host}:{port} ({exc.strerror}); another svc-server dev "
+                f"may be running there. Pick another port: svc-server dev --port {port + 1} "
+                f"(bash scripts/dev.sh --port {port + 1}).") from None
+
+
 async def run_dev(settings: Settings) -> None:
     """The service and the reference app as the ``demo`` runtime, both on loopback. The
     in-server webhook and chain workers deliver ``payment.delivered`` and, once the batch
     settles on the in-process chain, ``payment.settled`` to the app."""
+    check_port_free(settings.bind_host, settings.bind_port)
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
                          max_overflow=settings.db_max_overflow)
     migrate.upgrade_unless_ahead(engine)
@@ -153,12 +176,15 @@ async def run_dev(settings: Settings) -> None:
     app_id = seed_demo(sessions, origin)
     backend = seed_demo_backend(sessions, settings, app_id, origin + WEBHOOK_PATH)
     catalogue = demo_catalogue(sessions, app_id)
+    chain_note = earlier_chain_note(sessions, settings.chain_backend)
     engine.dispose()
     runtime = demo_runtime(settings, backend, origin, catalogue, dev_data_dir(settings))
     demo = uvicorn.Server(uvicorn.Config(runtime, log_level="warning", access_log=False,
                                          lifespan="on", log_config=uvicorn_log_config()))
     main = uvicorn.Server(server_config(create_app(settings), settings))
     print_dev_urls(settings, origin)
+    if chain_note:
+        log.warning("%s", chain_note)
     quiet = QuietDemoServer()
     uvicorn_log = logging.getLogger("uvicorn.error")
     uvicorn_log.addFilter(quiet)
@@ -205,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"svc-server: {exc}", file=sys.stderr)
         return 2
+    except PortInUse as exc:
+        print(f"svc-server: {exc}", file=sys.stderr)
+        return 3  # as `serve` exits when uvicorn cannot bind
     except KeyboardInterrupt:
         pass
     except Exception:

@@ -75,8 +75,8 @@ def _env_findings(inputs: Inputs) -> Iterator[Finding]:
         return
     for key in REQUIRED_ENV:
         if not env.get(key):
-            yield Finding("missing_variable", key, f"{key} is not set.",
-                          f"Set {key}; `svc export --format dotenv` writes every variable.")
+            state = "is empty" if key in env else "is not set"
+            yield Finding("missing_variable", key, f"{key} {state}.", _missing_fix(key))
     for key in PUBLIC_URL_KEYS:
         if env.get(key):
             yield from _url_findings(key, env[key], strict, https=strict)
@@ -98,6 +98,24 @@ def _env_findings(inputs: Inputs) -> Iterator[Finding]:
     for key, prefix in SECRET_PREFIXES.items():
         if env.get(key):
             yield from _secret_findings(key, env[key], prefix, strict)
+
+
+# An export writes these empty (a secret is never exported; an origin not declared yet has
+# no value), so "run the export" would send the developer round in a circle.
+_WEBHOOK_SIGNING_COMMANDS = ("`svc config apply` or `svc webhook upsert` (or `svc webhook "
+                          "rotate`)")
+_MISSING_FIXES = {
+    "SVC_WEBHOOK_SECRET": "Paste the zwhsec_ signing secret that " + _WEBHOOK_SIGNING_COMMANDS
+                          + " showed once; an export never writes a secret.",
+    "SVC_RUNTIME_ORIGIN": "Declare your runtime's origin (svc.config.json `runtime.origin`, "
+                          "then `svc config apply`; or `svc runtime configure --origin URL`), "
+                          "then `svc export --format dotenv --output .env` writes it.",
+}
+
+
+def _missing_fix(key: str) -> str:
+    return _MISSING_FIXES.get(key, f"Set {key}; `svc export --format dotenv` writes "
+                                   "every variable.")
 
 
 def _toml_findings(inputs: Inputs) -> Iterator[Finding]:
@@ -212,7 +230,7 @@ def _secret_findings(key: str, value: str, prefix: str, strict: bool) -> Iterato
     if not value.startswith(prefix) or _PLACEHOLDER.search(value):
         level = "error" if strict else "warning"
         where = ("`svc keys create` (shown once)" if key == "SVC_API_KEY"
-                 else "`svc webhook upsert` or `svc webhook rotate` (shown once)")
+                 else _WEBHOOK_SIGNING_COMMANDS + " (shown once)")
         yield Finding("secret_placeholder", key, f"{key} is a placeholder or masked value, "
                       f"not a {prefix} secret; masked values never work.",
                       f"Put the real secret from {where} in your deployment's secret store.",

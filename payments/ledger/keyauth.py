@@ -11,7 +11,8 @@ from payments.apps import app_by_ref
 from payments.developer.keys import key_for_secret, require_key_scope
 from payments.developer.models import ApiKey
 from payments.errors import ApiError
-from payments.models import App
+from payments.ids import IdPrefix
+from payments.models import App, Product
 
 _TOUCH_EVERY = timedelta(minutes=1)
 
@@ -45,6 +46,20 @@ def require_app_access(key: ApiKey, app: App | None, what: str) -> App:
     if app is None or not key_may_use(key, app):
         raise ApiError("not_found", 404, f"No such {what} for this API key.")
     return app
+
+
+def product_for_key(session: Session, key: ApiKey, product_id: str) -> tuple[Product, App]:
+    """The product an order or trusted charge names, and its app, if this key may use it.
+    A ``productId`` that is not a ``zprod_`` id is usually a slug: the answer says so (it
+    says nothing about which products exist)."""
+    product = session.get(Product, product_id)
+    app = session.get(App, product.app_id) if product else None
+    if product is None or app is None or not key_may_use(key, app):
+        hint = "" if product_id.startswith(IdPrefix.PRODUCT.value) else (
+            " 'productId' is the product's zprod_ id, not its slug: `svc product list "
+            "--json` lists each product with its id.")
+        raise ApiError("not_found", 404, "No such product for this API key." + hint)
+    return product, app
 
 
 def app_for_key(session: Session, key: ApiKey, ref: str | None) -> App:

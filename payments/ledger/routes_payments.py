@@ -26,6 +26,7 @@ from payments.ledger.cors import Cors, preflight_route
 from payments.ledger.keyauth import (
     authorized_key,
     presented_key,
+    product_for_key,
     require_app_access,
 )
 from payments.ledger.lookups import (
@@ -214,10 +215,7 @@ class PaymentRoutes:
             amount = None if raw_amount is None else atomic_amount(raw_amount, "amountAtomic")
             request_hash = idempotency.fingerprint({"productId": product_id, "amount": amount,
                                                     "developerUserId": developer_user_id})
-            product = session.get(Product, product_id)
-            app = require_app_access(api_key, session.get(App, product.app_id)
-                                     if product else None, "product")
-            assert product is not None
+            product, app = product_for_key(session, api_key, product_id)
             stored = idempotency.replay(session, app.id, "order", key, request_hash, now)
             if stored is not None:
                 return stored.status, stored.body
@@ -305,10 +303,8 @@ class PaymentRoutes:
             request_hash = idempotency.fingerprint({
                 "productId": product_id, "orderId": order_id,
                 "accountConnectionId": connection_id, "developerUserId": developer_user_id})
-            product = session.get(Product, product_id)
-            app = require_app_access(api_key, session.get(App, product.app_id)
-                                     if product else None, "product")
-            assert product is not None and secret is not None
+            product, app = product_for_key(session, api_key, product_id)
+            assert secret is not None
             stored = idempotency.replay(session, app.id, "charge", key, request_hash, now)
             if stored is not None:
                 return stored.status, stored.body

@@ -26,9 +26,9 @@ from svc.commands.config_flow import (
     apply_body,
     blocking,
     carry_out,
+    find_revision,
     request_plan,
     request_rollback_plan,
-    revision_path,
 )
 from svc.commands.grant import signed_in
 from svc.commands.target import app_of, app_option, segment
@@ -67,17 +67,20 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
         "revisions", parents=[common, app_option()],
         help="list the app's config revisions, or show one (needs apps:read)")
     revisions.add_argument("revision", nargs="?", metavar="REVISION",
-                           help="a zcfgrev_ id: show that revision's changes and config")
+                           help="a zcfgrev_ id or the app's revision number (3 or #3): "
+                           "show that revision's changes and config")
     revisions.add_argument("--limit", type=whole_number, metavar="N",
                            help="at most N revisions (1-200; the service's default: 50)")
     revisions.add_argument("--before", type=whole_number, metavar="NUMBER",
                            help="older revisions: those numbered below NUMBER")
     revisions.set_defaults(run=list_revisions)
     rollback = commands.add_parser(
-        "rollback", parents=[common, confirm],
+        "rollback", parents=[common, app_option(), confirm],
         help="restore the app as an earlier revision left it, as a new revision (needs "
         "apps:read and the write scope of each kind of change)")
-    rollback.add_argument("revision", metavar="REVISION", help="the zcfgrev_ id to go back to")
+    rollback.add_argument("revision", metavar="REVISION",
+                          help="the zcfgrev_ id, or the app's revision number (3 or #3), "
+                          "to go back to")
     rollback.set_defaults(run=roll_back)
 
 
@@ -106,8 +109,7 @@ def list_revisions(args: argparse.Namespace, out: Output) -> int:
     client, stored = signed_in(args)
     with client:
         if args.revision:
-            revision: dict[str, Any] = client.call("GET", revision_path(args.revision))[
-                "revision"]
+            revision = find_revision(client, args.revision, lambda: app_of(args, stored))
             out.emit({"revision": revision}, revision_detail_lines(revision))
             return ExitCode.OK
         query = f"app={segment(app_of(args, stored))}"
@@ -126,9 +128,9 @@ def list_revisions(args: argparse.Namespace, out: Output) -> int:
 
 
 def roll_back(args: argparse.Namespace, out: Output) -> int:
-    client, _ = signed_in(args, CONFIG_TIMEOUT)
+    client, stored = signed_in(args, CONFIG_TIMEOUT)
     with client:
-        revision = client.call("GET", revision_path(args.revision))["revision"]
+        revision = find_revision(client, args.revision, lambda: app_of(args, stored))
         # The service plans the rollback as it will carry it out, so it is shown (and
         # confirmed) as a diff against the app as it is now, and sent against the head and
         # digest of that plan.

@@ -8,6 +8,7 @@ what was confirmed is what happens, or nothing does.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,6 +54,29 @@ def apply_body(document: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]
 
 def revision_path(revision: str) -> str:
     return f"{CONFIG}/revisions/{quote(revision, safe='')}"
+
+
+# `3` or `#3`, as `svc config revisions` lists them; ASCII digits only, as the service reads
+# numbers (svc/int_flags.py), and no more of them than a revision number can have.
+_REVISION_NUMBER = re.compile(r"#?([0-9]{1,18})")
+
+
+def find_revision(client: DeveloperClient, revision: str,
+                  app: Callable[[], str]) -> dict[str, Any]:
+    """The revision named by its ``zcfgrev_`` id, or by its number within the app: the
+    list shows ``#n`` first on each line, and the service knows revisions by id only, so a
+    number is looked up in the app's list (the one revision numbered below n + 1)."""
+    number = _REVISION_NUMBER.fullmatch(revision)
+    if number is None:
+        found: dict[str, Any] = client.call("GET", revision_path(revision))["revision"]
+        return found
+    wanted, slug = int(number.group(1)), app()
+    listed = client.call("GET", f"{CONFIG}/revisions?app={quote(slug, safe='')}&limit=1"
+                                f"&before={wanted + 1}")["revisions"]
+    if not listed or listed[0]["number"] != wanted:
+        raise CliError(f"No config revision #{wanted} on {slug}; `svc config revisions "
+                       f"--app {slug}` lists them.", code="config_revision_not_found")
+    return find_revision(client, listed[0]["id"], app)
 
 
 def blocking(plan: dict[str, Any]) -> CliError | None:

@@ -141,6 +141,26 @@ def test_another_organizations_key_finds_nothing(world: PayWorld,
             expect(api.get(path), 404, "not_found")
 
 
+def test_a_product_slug_for_an_id_says_so(world: PayWorld) -> None:
+    """The product routes take a zprod_ id; a slug (the first guess of a developer) is
+    not found as before, and the message says what is expected, for orders and charges,
+    without saying whether a product exists."""
+    key = new_key(world, ["orders:create", "charges:create"])
+    slug = world.products["retry"].slug
+    with world.api(authorization=f"Bearer {key}") as api:
+        for path, body in (
+                ("/api/orders", {"productId": slug, "developerUserId": "u",
+                                 "idempotencyKey": "s:1"}),
+                ("/api/charges", {"productId": slug, "accountConnectionId": "zconn_x",
+                                  "developerUserId": "u", "idempotencyKey": "s:2"})):
+            message = expect(api.post(path, json=body), 404, "not_found")["message"]
+            assert "zprod_ id, not its slug" in message and "svc product list" in message, path
+        unknown = expect(api.post("/api/orders", json={
+            "productId": "zprod_" + "0" * 30, "developerUserId": "u",
+            "idempotencyKey": "s:3"}), 404, "not_found")
+        assert unknown["message"] == "No such product for this API key."
+
+
 def test_legacy_org_keys_and_the_secret_key_header(world: PayWorld,
                                                   paid: dict[str, str]) -> None:
     legacy = new_key(world, ["orders:read"])

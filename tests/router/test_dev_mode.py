@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
+import sqlite3
+import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
 from router.cli import QuietDemoServer, serve_demo
-from tests.support.dev_server import dev_server
+from tests.support.dev_server import SVC_SERVER, dev_env, dev_server
 
 
 def test_dev_command_serves_seeded_demo(tmp_path: Path) -> None:
@@ -80,3 +83,39 @@ def test_the_demo_servers_warnings_still_show(caplog: pytest.LogCaptureFixture) 
         logger.removeFilter(quiet)
     assert [r.getMessage() for r in caplog.records] == ["demo warned", "service started",
                                                         "after"]
+
+
+def test_a_port_in_use_is_one_line_naming_port(tmp_path: Path) -> None:
+    """A second ``svc-server dev`` on a taken port used to print the URLs (which the other
+    server answers), migrate, then end in uvicorn's tracebacks; now it stops first, with
+    the flag that picks another port."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run([SVC_SERVER, "dev", "--port", str(port)], cwd=tmp_path,
+                              env=dev_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert f"svc-server dev --port {port + 1}" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    assert "Dev service on embedded defaults" not in done.stdout  # no URLs of another server
+    assert not (tmp_path / "var" / "svc.db").exists()  # nothing migrated
+
+
+def test_a_restart_says_the_ledger_outlived_the_in_process_chain(tmp_path: Path) -> None:
+    """var/svc.db is kept between runs, the in-process chain is not: a budget relayed in
+    an earlier run is in the ledger but not on the new chain, so its charges fail to
+    settle. The first run has nothing to say; a later one says so, and what to do."""
+    with dev_server(tmp_path) as first:
+        pass
+    assert "from an earlier run" not in first.output()
+    with sqlite3.connect(tmp_path / "var" / "svc.db") as db:  # what a settlement leaves
+        db.execute("INSERT INTO chain_transactions (kind, status, tx_hash, created_at) "
+                   "VALUES ('charge_batch', 'confirmed', ?, '2026-11-28 00:00:00')",
+                   ("0x" + "ab" * 32,))
+    with dev_server(tmp_path) as again:
+        again.wait_for(re.compile(r"from an earlier run"))
+    said = again.output()
+    assert "0 active budget(s) and 1 mined chain transaction(s)" in said
+    assert "delete var/" in said

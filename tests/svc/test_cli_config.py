@@ -321,6 +321,24 @@ def test_revisions_and_rollback(world: World) -> None:
     assert revision_count(world) == 3
 
 
+def test_a_revision_is_named_by_its_listed_number_too(world: World) -> None:
+    """`svc config revisions` shows `#n` first on each line: `1` and `#1` name that
+    revision for `revisions` and `rollback` as its zcfgrev_ id does."""
+    signed_in(world, CONFIG_SCOPES)
+    write_config(world, game_config())
+    first = ok(world, "config", "apply", "--yes")["applied"]["revision"]
+    write_config(world, with_price(game_config(), "150"))
+    ok(world, "config", "apply", "--yes")
+    for name in ("1", "#1"):
+        assert ok(world, "config", "revisions", name)["revision"]["id"] == first["id"]
+    missing = refused(world, "config", "revisions", "7", exit_code=1)
+    assert missing["code"] == "config_revision_not_found"
+    assert "#7" in missing["message"] and "svc config revisions" in missing["message"]
+    rolled = ok(world, "config", "rollback", "#1", "--yes")
+    assert rolled["revision"] == first["id"]
+    assert rolled["applied"]["revision"]["rollbackOf"] == first["id"]
+
+
 def test_rollback_to_a_revision_whose_credentials_were_withheld_is_refused(
         world: World) -> None:
     """A revision recorded with a ?token= in its webhook URL, as migration 0018 leaves it:

@@ -77,6 +77,23 @@ def test_production_failures_name_code_and_key(key: str, value: str, code: str) 
     assert (code, key) in found
 
 
+def test_what_an_export_leaves_empty_is_not_fixed_by_exporting_again() -> None:
+    """`svc export --format dotenv` writes the webhook secret empty (never exported) and
+    the runtime origin empty until one is declared: the fix names where each comes from,
+    not the export that just wrote it empty."""
+    exported = {**GOOD, "SVC_WEBHOOK_SECRET": "", "SVC_RUNTIME_ORIGIN": ""}
+    found = {f.key: f for f in examine(Inputs("dev", exported, {}, None))}
+    secret, origin = found["SVC_WEBHOOK_SECRET"], found["SVC_RUNTIME_ORIGIN"]
+    assert secret.message == "SVC_WEBHOOK_SECRET is empty."
+    assert "svc config apply" in secret.fix and "svc webhook upsert" in secret.fix
+    assert "svc export" not in secret.fix.split(";")[0]
+    assert "runtime.origin" in origin.fix and "svc runtime configure" in origin.fix
+    absent = {k: v for k, v in GOOD.items() if k != "SVC_APP_ID"}
+    (app_id,) = examine(Inputs("dev", absent, {}, None))
+    assert app_id.message == "SVC_APP_ID is not set."
+    assert "svc export --format dotenv" in app_id.fix  # the export does write this one
+
+
 def test_local_development_may_use_loopback_but_never_the_proxy_host() -> None:
     local = {**GOOD, "SVC_RUNTIME_ORIGIN": "http://127.0.0.1:8787",
              "SVC_RETURN_URL": "http://127.0.0.1:8787/game/return",
