@@ -34,6 +34,7 @@ from router.settings import (
     load_settings,
 )
 from router.settings_checks import require_secret_key
+from svc.pipes import finished
 
 VERBOSE_HELP = "log at INFO on stderr (default: warnings and errors)"
 SCHEMA_COMMANDS = ("migrate", "downgrade", "db-revision")
@@ -53,6 +54,10 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
+    return finished(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="svc-ops")
     parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(

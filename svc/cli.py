@@ -31,6 +31,7 @@ from svc.commands import (
 from svc.errors import CliError, ExitCode, for_api_failure
 from svc.int_flags import whole_number
 from svc.output import Output
+from svc.pipes import finished
 from svc.trace import tracing
 from svc.ttl import parse_ttl
 
@@ -40,6 +41,10 @@ VERBOSE_HELP = ("print each HTTP request (method, URL, status, time) on stderr; 
 
 
 def main(argv: list[str] | None = None) -> int:
+    return finished(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
