@@ -66,6 +66,7 @@ class Tree:
     name: str
     root: Path
     databases: dict[str, str]  # backend -> URL, migrated by this tree's own code
+    fast_path: str  # fast_path_of(root), read while the tree exists
 
 
 def cases(backends: list[str]) -> list[Case]:
@@ -289,12 +290,11 @@ def section(trees: list[Tree], chosen: list[Case], rounds: int,
         f"byte-compiled first; {rounds} rounds, the trees alternating which goes first; "
         "medians, and the median of each round's ratio (this shared box drifts between "
         "rounds more than within one).", "",
-        f"This tree: {described[here.name]}, fast path {fast_path_of(here.root)}.",
+        f"This tree: {described[here.name]}, fast path {here.fast_path}.",
     ]
     if len(trees) > 1:
         there = trees[1]
-        lines += [f"Compared with: {described[there.name]}, fast path "
-                  f"{fast_path_of(there.root)}.", "",
+        lines += [f"Compared with: {described[there.name]}, fast path {there.fast_path}.", "",
                   "| Start | CPU | Ratio of CPU | Wall to ready | Ratio of wall |",
                   "|---|---:|---:|---:|---:|"]
         for case in chosen:
@@ -336,7 +336,8 @@ def main() -> None:
         if options.against:
             roots.append(("there", stack.enter_context(revision_tree(options.against))))
             described["there"] = describe(ROOT, options.against)
-        trees = [Tree(name, root, bed.databases(name, backends)) for name, root in roots]
+        trees = [Tree(name, root, bed.databases(name, backends), fast_path_of(root))
+                 for name, root in roots]
         for tree in trees:
             byte_compile(tree.root)
             bed.migrate(tree, backends)
