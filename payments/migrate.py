@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cache
 from pathlib import Path
 
 from alembic import command
@@ -76,18 +77,27 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+@cache
+def _scripts() -> tuple[str | None, frozenset[str]]:
+    """This code's migrations: the head and every revision. Read once per process (alembic
+    loads every script file to know them; /statusz asks at each request, a server start up
+    to three times): they are this code's own files, which only :func:`revision` adds to."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    script = ScriptDirectory.from_config(config)
+    return script.get_current_head(), frozenset(rev.revision for rev in script.walk_revisions())
+
+
 def head_revision(engine: Engine) -> str | None:
-    return ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
+    return _scripts()[0]
 
 
 def schema_of(engine: Engine) -> Schema:
     """Where the database's schema stands against this code's migrations. Only a revision
     outside our chain is ahead: one of ours that is not the head is behind."""
-    script = ScriptDirectory.from_config(alembic_config(engine))
-    head, current = script.get_current_head(), current_revision(engine)
+    (head, known), current = _scripts(), current_revision(engine)
     if current == head:
         return Schema(SchemaState.CURRENT, current, head)
-    known = {rev.revision for rev in script.walk_revisions()}
     state = SchemaState.BEHIND if current is None or current in known else SchemaState.AHEAD
     return Schema(state, current, head)
 
@@ -102,9 +112,10 @@ def require_usable(engine: Engine) -> Schema:
 
 def upgrade_unless_ahead(engine: Engine) -> Schema:
     """Upgrade to head, except on a schema ahead of this code: alembic cannot place a
-    revision it has no script for, and a newer schema needs nothing from us."""
+    revision it has no script for, and a newer schema needs nothing from us. One at the head
+    needs nothing either (what a dev server finds at each start after the first)."""
     schema = schema_of(engine)
-    if schema.state is SchemaState.AHEAD:
+    if schema.state is not SchemaState.BEHIND:
         return schema
     upgrade(engine)
     return schema_of(engine)
@@ -116,3 +127,4 @@ def revision(engine: Engine, message: str) -> None:
     with engine.begin() as connection:
         config.attributes["connection"] = connection
         command.revision(config, message=message, autogenerate=True)
+    _scripts.cache_clear()  # the new script is this code's head now

@@ -8,19 +8,12 @@ import logging
 import socket
 import sys
 from contextvars import ContextVar
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import uvicorn
 
-from payments import migrate
-from payments.db import make_engine, make_sessionmaker
 from router import native
-from router.app import Service, create_app
-from router.dev import DEMO_SLUG, seed_demo
-from router.dev_backend import seed_demo_backend
-from router.dev_chain_note import earlier_chain_note
-from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
-from router.fast_protocol import http_protocol
+from router.heap import startup_collection_paused
 from router.processes import Supervisor
 from router.server_logs import (
     configure_logging,
@@ -30,6 +23,14 @@ from router.server_logs import (
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 from router.settings_checks import production_warnings
 from svc.int_flags import whole_number
+
+if TYPE_CHECKING:
+    from router.app import Service
+
+# The service (router.app) and the dev seeding are imported by the functions that build
+# them, not here: the parent of `SVCSRV_PROCESSES` > 1 serves nothing itself, and importing
+# them there (web3, eth-account, SQLAlchemy's models, every route) cost it about 1.3 s of
+# CPU at each start (bench/startup_bench.py).
 
 log = logging.getLogger(__name__)
 # Which uvicorn server of `svc-server dev` a log record comes from: each serves in a task of
@@ -52,6 +53,9 @@ async def serve_demo(server: uvicorn.Server, sock: socket.socket) -> None:
 
 
 def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
+    # The fast path's protocol imports the whole service: here, only where one is served.
+    from router.fast_protocol import http_protocol
+
     extra.setdefault("log_level", "info")
     # Both HTTP paths close a client's connection after this long idle.
     extra.setdefault("timeout_keep_alive", settings.keep_alive_timeout)
@@ -72,11 +76,26 @@ def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
     )
 
 
+def create_app(settings: Settings) -> Service:
+    """The service (router.app.create_app), imported here at the first call: only a process
+    that serves builds it (see above). A module-level name, so a test can replace it."""
+    from router.app import create_app as build
+
+    return build(settings)
+
+
 def service_from_environment() -> Service:
     """The app factory each process of a multi-process ``svc-server serve`` imports: the
     parent checked the same ``SVCSRV_*`` variables before starting it, and the process set
     up its logging before uvicorn called this (router/processes.py, _serve_one)."""
     return create_app(load_settings())
+
+
+def process_config() -> uvicorn.Config:
+    """The uvicorn config each process of a multi-process ``svc-server serve`` builds for
+    itself, from the variables the parent checked; its app is the factory above."""
+    return server_config(f"{__name__}:{service_from_environment.__name__}", load_settings(),
+                         factory=True)
 
 
 def serve(settings: Settings) -> int:
@@ -85,20 +104,23 @@ def serve(settings: Settings) -> int:
     (router/processes.py)."""
     if settings.processes == 1:
         # A start that fails (old schema, port in use) exits with uvicorn's code 3.
-        uvicorn.Server(server_config(create_app(settings), settings)).run()
+        with startup_collection_paused():  # until the lifespan freezes the heap
+            uvicorn.Server(server_config(create_app(settings), settings)).run()
         return 0
     if settings.dev:
         # Dev migrates at start; done once here, the processes find the schema current
         # instead of racing each other's DDL.
+        from payments import migrate
+        from payments.db import make_engine
+
         engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
                          max_overflow=settings.db_max_overflow)
         try:
             migrate.upgrade_unless_ahead(engine)
         finally:
             engine.dispose()
-    config = server_config(f"{__name__}:{service_from_environment.__name__}", settings,
-                           factory=True)
-    return Supervisor(config, settings.processes, configure_logging_from_environment).run()
+    return Supervisor(settings.bind_host, settings.bind_port, settings.processes,
+                      process_config, configure_logging_from_environment).run()
 
 
 def report_native() -> None:
@@ -166,6 +188,13 @@ async def run_dev(settings: Settings) -> None:
     in-server webhook and chain workers deliver ``payment.delivered`` and, once the batch
     settles on the in-process chain, ``payment.settled`` to the app."""
     check_port_free(settings.bind_host, settings.bind_port)
+    from payments import migrate
+    from payments.db import make_engine, make_sessionmaker
+    from router.dev import seed_demo
+    from router.dev_backend import seed_demo_backend
+    from router.dev_chain_note import earlier_chain_note
+    from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
+
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
                          max_overflow=settings.db_max_overflow)
     migrate.upgrade_unless_ahead(engine)
@@ -195,6 +224,9 @@ async def run_dev(settings: Settings) -> None:
 
 
 def print_dev_urls(settings: Settings, origin: str) -> None:
+    from router.dev import DEMO_SLUG
+    from router.dev_runtime import WEBHOOK_PATH
+
     runtime = settings.runtime_url(DEMO_SLUG)
     lines = [
         "",
@@ -224,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         configure_logging(settings)  # first: from here on every line passes the mask
         report_native()
         if args.command == "dev":
-            asyncio.run(run_dev(settings))
+            with startup_collection_paused():  # until the lifespan freezes the heap
+                asyncio.run(run_dev(settings))
         else:
             report_mode(settings)
             return serve(settings)

@@ -41,6 +41,8 @@ from types import FrameType
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
+from router.heap import startup_collection_paused
+
 log = logging.getLogger(__name__)
 
 _spawn = multiprocessing.get_context("spawn")
@@ -90,7 +92,7 @@ def _die_with(parent: int) -> None:
         raise SystemExit(0)
 
 
-def _serve_one(config: uvicorn.Config, parent: int,
+def _serve_one(config_of: Callable[[], uvicorn.Config], parent: int,
                configure_logging: Callable[[], None]) -> None:
     """A server process: its own socket on the port, then uvicorn until SIGTERM.
 
@@ -100,11 +102,12 @@ def _serve_one(config: uvicorn.Config, parent: int,
     """
     try:
         # A spawned process inherits no logging: the parent's handlers first, then uvicorn's
-        # (router/server_logs.py), before anything is said.
+        # (router/server_logs.py; building the config sets them), before anything is said.
         configure_logging()
-        config.configure_logging()
-        _die_with(parent)
-        uvicorn.Server(config).run(sockets=[port_socket(config.host, config.port)])
+        with startup_collection_paused():  # until the lifespan freezes the heap
+            config = config_of()
+            _die_with(parent)
+            uvicorn.Server(config).run(sockets=[port_socket(config.host, config.port)])
     except Exception:
         # multiprocessing would print the traceback itself, around the handlers and their mask.
         log.exception("server process %s failed", os.getpid())
@@ -130,12 +133,18 @@ class _Slot:
 
 
 class Supervisor:
-    """``count`` server processes for ``config`` (whose app is an import string), each
-    calling ``configure_logging`` first (a module-level function: the process imports it)."""
+    """``count`` server processes on ``host``:``port``, each calling ``configure_logging``
+    first, then serving the uvicorn config ``config_of()`` builds (both module-level
+    functions: the process imports them). Each process builds its own config: the parent
+    then never imports the service it does not serve (the fast path's protocol class in the
+    config imports all of it), which cost it about 1.3 s of CPU per start."""
 
-    def __init__(self, config: uvicorn.Config, count: int,
+    def __init__(self, host: str, port: int, count: int,
+                 config_of: Callable[[], uvicorn.Config],
                  configure_logging: Callable[[], None]) -> None:
-        self.config = config
+        self.host = host
+        self.port = port
+        self.config_of = config_of
         self.count = count
         self.configure_logging = configure_logging
         self.slots: list[_Slot] = []
@@ -145,15 +154,14 @@ class Supervisor:
     def run(self) -> int:
         """Until SIGINT/SIGTERM (0), or until a process could not start (3)."""
         try:
-            reservation = port_socket(self.config.host, self.config.port)
+            reservation = port_socket(self.host, self.port)
         except OSError as exc:
-            log.error("cannot bind %s:%d: %s", self.config.host, self.config.port, exc)
+            log.error("cannot bind %s:%d: %s", self.host, self.port, exc)
             return STARTUP_FAILURE
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
-            log.info("serving on %s:%d with %d processes", self.config.host,
-                     self.config.port, self.count)
+            log.info("serving on %s:%d with %d processes", self.host, self.port, self.count)
             if not queued_connections_migrate():
                 log.warning("net.ipv4.tcp_migrate_req is not 1: connections waiting to be "
                             "accepted by a process that exits are reset with it (set it: "
@@ -174,7 +182,7 @@ class Supervisor:
 
     def _start(self) -> SpawnProcess:
         process = _spawn.Process(target=_serve_one, daemon=False,
-                                 args=(self.config, os.getpid(), self.configure_logging))
+                                 args=(self.config_of, os.getpid(), self.configure_logging))
         process.start()
         return process
 

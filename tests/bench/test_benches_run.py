@@ -20,7 +20,9 @@ tests/conftest.py ``_ONE_WORKER``, so no two of them run at once):
 - proxy_bench.py --profile: its setup (nginx, Redis, the router as ``svc-server serve``
   runs it, the reference), a second of wrk on the router and the profile's report;
 - case_profile.py post: bench/case_targets.py's bed and origins, case 2's wrk script;
-- proxy_cases.py --render-only: the kept figures (bench/proxy_cases.json) still render.
+- proxy_cases.py --render-only: the kept figures (bench/proxy_cases.json) still render;
+- startup_bench.py (one round on SQLite: a server of one process, then of two, and two
+  `svc-ops` commands, about 12 s).
 
 Left out, each for its time at its smallest settings on this machine:
 
@@ -33,7 +35,8 @@ Left out, each for its time at its smallest settings on this machine:
   tests/unit/test_proxy_case_load.py's;
 - topology_bench.py --quick (60 s: the whole cluster, twice);
 - quickstart_bench.py (16 s): tests/runtime/test_quickstart.py runs its flow;
-- fast_path_cpu.py --against (adds a git worktree of the repository, and times both trees).
+- fast_path_cpu.py --against and startup_bench.py --against (each adds a git worktree of
+  the repository, and times both trees).
 """
 
 from __future__ import annotations
@@ -99,6 +102,17 @@ def test_fast_path_cpu_counts_a_post() -> None:
     output = run_bench("fast_path_cpu.py", "--count", "--post")
     (counted,) = lines(r"(\d+) bytecodes and (\d+) calls per POST 16 KB request .*", output)
     assert int(counted[1]) > 0 and int(counted[2]) > 0
+
+
+def test_startup_bench() -> None:
+    output = run_bench("startup_bench.py", "--rounds", "1", "--backend", "sqlite", "--dry-run")
+    started = ("svc-server serve, 1 process, sqlite", "svc-server serve, 2 processes, sqlite",
+               "svc-ops --help", "svc-ops db-revision")
+    for label in started:
+        assert len(lines(rf"round 1: {re.escape(label)}: here {FIGURE} s CPU / {FIGURE} s "
+                         "wall", output)) == 1
+        assert len(lines(rf"\| {re.escape(label)} \| {FIGURE} s \| {FIGURE} s \|",
+                         output)) == 1
 
 
 def test_gas_bench() -> None:

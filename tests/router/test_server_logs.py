@@ -164,7 +164,9 @@ def test_a_server_process_that_fails_logs_it(caplog: pytest.LogCaptureFixture) -
     def failing() -> None:
         raise RuntimeError("cannot configure")
 
-    config = uvicorn.Config(lambda: None, log_config=None)
+    def config() -> uvicorn.Config:
+        return uvicorn.Config(lambda: None, log_config=None)
+
     with pytest.raises(SystemExit) as stopped:
         _serve_one(config, os.getpid(), failing)
     assert stopped.value.code == 1
