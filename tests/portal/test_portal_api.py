@@ -234,6 +234,37 @@ def test_owner_proof_text_and_renewal(portal: Portal) -> None:
         assert state["permitNonce"] == "2"
 
 
+def test_a_return_url_with_a_line_break_or_blank_is_refused_everywhere(portal: Portal) -> None:
+    """urlsplit (as browsers) drops tabs and line breaks, so "/ga<LF>me" read as the hosted
+    entry "/game", while the string kept, redirected to and signed was another: a line
+    break in the owner proof's "Return:" line writes lines of the app's choosing into the
+    text the wallet shows. Refused by the page, the owner-proof text and return-code."""
+    owner = wallet(7)
+    portal.world.authorize(owner, 2_000_000)
+    spoofed = [f"{portal.url}/ga\nme", f"{portal.url}/ga\tme", f"{portal.url}/game\r",
+               f"{portal.url}/game?x=1\nSpender: 0x{'ab' * 20}", f"{portal.url}/game?x=a b",
+               f"{portal.url}/game?x=\u2028", f" {portal.url}/game"]
+    with client(portal) as c:
+        for url in spoofed:
+            page = c.get("/authorize", params={"app": "game", "return": url})
+            assert page.status_code == 400, url
+            assert "This return address is not allowed" in page.text, url
+            text = c.get("/api/portal/owner-proof", params={
+                "owner": owner.address, "app": "game", "returnUrl": url})
+            assert (text.status_code, text.json()["code"]) == \
+                (422, "return_url_not_allowed"), url
+        # the plain forms still pass
+        assert c.get("/authorize", params={"app": "game", "return": f"{portal.url}/game"}
+                     ).status_code == 200
+    with portal.world.api(origin=portal.url) as api:
+        for url in spoofed:
+            returned = api.post("/api/authorizations/return-code", json={
+                "app": "game", "returnUrl": url,
+                "permit": sign_permit(owner, 1_000_000, 1)})
+            assert (returned.status_code, returned.json()["code"]) == \
+                (422, "return_url_not_allowed"), url
+
+
 def test_dev_wallet_signs_only_our_permit_and_texts(portal: Portal) -> None:
     with writer(portal) as c:
         account = c.post("/api/portal/dev-wallet/account", json={}).json()
