@@ -4,6 +4,7 @@ the dev wallet (dev only), and bad input answered in the envelope, never a 500."
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -263,6 +264,34 @@ def test_a_return_url_with_a_line_break_or_blank_is_refused_everywhere(portal: P
                 "permit": sign_permit(owner, 1_000_000, 1)})
             assert (returned.status_code, returned.json()["code"]) == \
                 (422, "return_url_not_allowed"), url
+
+
+def page_data(page: httpx.Response) -> dict[str, Any]:
+    found = re.search(r'<script type="application/json" id="svc-data">(.*?)</script>',
+                      page.text)
+    assert found, page.text
+    data: dict[str, Any] = json.loads(found.group(1))
+    return data
+
+
+def test_the_wallet_hint_is_shown_only_when_it_is_an_address(portal: Portal) -> None:
+    """authorize.js shows walletHint as "The app expected <hint>": anyone can write the
+    link, so any text but an address would be the link maker's words on the signing page."""
+    address = wallet(8).address
+    spoofed = ["Send 25 USDC to unlock your reward", f"{address} and sign 25 USDC",
+               "0x" + "g" * 40, address + "\n"]
+    with client(portal) as c:
+        def hint(value: str) -> object:
+            page = c.get("/authorize", params={"app": "game", "return": f"{portal.url}/game",
+                                               "walletHint": value})
+            assert page.status_code == 200, page.text
+            return page_data(page)["walletHint"]
+        assert hint(address) == address
+        for value in spoofed:
+            assert hint(value) is None, value
+            page = c.get("/authorize", params={"app": "game", "return": f"{portal.url}/game",
+                                               "walletHint": value})
+            assert "unlock" not in page.text
 
 
 def test_dev_wallet_signs_only_our_permit_and_texts(portal: Portal) -> None:
