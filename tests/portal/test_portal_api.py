@@ -15,13 +15,22 @@ import pytest
 from eth_account import Account
 from eth_account.messages import encode_defunct, encode_typed_data
 from eth_account.signers.local import LocalAccount
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import utcnow
+from payments.ledger.models import AccountConnection
 from payments.ledger.permits import owner_proof_text
 from portal.csrf import page_token
 from router.settings import DEV_SECRET_KEY
-from tests.ledger.flow import PARAMS, connect, sign_permit, wallet
+from tests.ledger.flow import (
+    PARAMS,
+    connect,
+    handoff_token,
+    sign_permit,
+    start_handoff,
+    wallet,
+)
 from tests.portal.wallet_world import Portal, portal_world
 from tests.support.router import RouterFactory
 
@@ -264,6 +273,45 @@ def test_a_return_url_with_a_line_break_or_blank_is_refused_everywhere(portal: P
                 "permit": sign_permit(owner, 1_000_000, 1)})
             assert (returned.status_code, returned.json()["code"]) == \
                 (422, "return_url_not_allowed"), url
+
+
+def test_an_owner_proof_that_links_a_game_account_says_so(portal: Portal) -> None:
+    """The gas-free check binds a handoff's game account to the wallet's budget: a link
+    someone else made (their own game account) would have it spend this wallet's budget.
+    The text the wallet shows names the account, and return-code accepts only that text."""
+    owner = wallet(9)
+    budget = portal.world.authorize(owner, 3_000_000)["summary"]["authorizationId"]
+    token = handoff_token(start_handoff(portal.world, "someone-else").json()["handoff"]
+                          ["portalUrl"])
+    return_url = f"{portal.url}/game"
+    params = {"owner": owner.address, "app": "game", "returnUrl": return_url}
+    with client(portal) as c:
+        plain = c.get("/api/portal/owner-proof", params=params).json()
+        assert "game account" not in plain["text"]
+        linked = c.get("/api/portal/owner-proof", params={**params, "handoff": token}).json()
+        assert linked["text"] == owner_proof_text(
+            "game", return_url, PARAMS.spender, budget, linked["issuedAt"], "Player One")
+        assert linked["text"].endswith("\nLinks game account: Player One\nThis game account "
+                                       "in game may then spend this budget.")
+        forged = c.get("/api/portal/owner-proof", params={**params, "handoff": "abc.def"})
+        assert (forged.status_code, forged.json()["code"]) == (422, "handoff_invalid")
+
+    def proof(text: dict[str, Any]) -> dict[str, Any]:
+        return {"owner": owner.address, "authorizationId": text["authorizationId"],
+                "issuedAt": text["issuedAt"], "signature": sign_text(owner, text["text"])}
+    with portal.world.api(origin=portal.url) as api:
+        # a check whose text says nothing of the link does not bind it
+        silent = api.post("/api/authorizations/return-code", json={
+            "app": "game", "returnUrl": return_url, "handoff": token,
+            "ownerProof": proof(plain)})
+        assert (silent.status_code, silent.json()["code"]) == (422, "invalid_owner_proof")
+        with portal.world.sessions() as session:
+            assert session.scalars(select(AccountConnection)).all() == []
+        bound = api.post("/api/authorizations/return-code", json={
+            "app": "game", "returnUrl": return_url, "handoff": token,
+            "ownerProof": proof(linked)})
+        assert bound.status_code == 200, bound.text
+        assert bound.json()["summary"]["accountConnectionId"]
 
 
 def page_data(page: httpx.Response) -> dict[str, Any]:
