@@ -23,6 +23,7 @@ from payments.digits import parse_digits
 from payments.errors import ApiError
 from payments.http import read_json
 from payments.ledger.authorizations import active_authorization, authorize_permit
+from payments.ledger.handoffs import decode_handoff
 from payments.ledger.permits import (
     check_address,
     owner_proof_text,
@@ -118,6 +119,7 @@ class WalletApi:
         owner = _query_address(request, "owner")
         slug = request.query_params.get("app", "")
         return_url = request.query_params.get("returnUrl", "")
+        handoff = request.query_params.get("handoff")
         now = self.s.clock()
 
         def work(session: Session) -> dict[str, Any]:
@@ -125,6 +127,15 @@ class WalletApi:
             check_return_url(return_url, slug=app.slug, portal_url=self.c.portal_url,
                              runtime_url=self.c.ledger.runtime_url(app.slug),
                              runtime_active=app.runtime_served)
+            # With an account handoff the text names the game account it links, as
+            # return-code verifies it (the wallet shows what the signature does).
+            links = None
+            if handoff:
+                decoded = decode_handoff(self.c.secret_key, handoff, now)
+                if decoded.app_id != app.id:
+                    raise ApiError("handoff_invalid", 422, "The account handoff belongs to "
+                                   "another app.")
+                links = decoded.label
             budget = active_authorization(session, owner, self.c.params.spender)
             if budget is None:
                 raise ApiError("needs_budget", 402, "This wallet has no active budget; sign a "
@@ -132,7 +143,7 @@ class WalletApi:
             issued = now.astimezone(UTC).replace(microsecond=0).isoformat()
             return {"authorizationId": budget.id, "issuedAt": issued,
                     "text": owner_proof_text(app.slug, return_url, self.c.params.spender,
-                                             budget.id, issued)}
+                                             budget.id, issued, links)}
         return JSONResponse(await self.s.run(work), headers=NO_STORE)
 
     async def renew(self, request: Request) -> Response:

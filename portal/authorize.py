@@ -25,6 +25,7 @@ from starlette.responses import Response
 
 from payments.errors import ApiError
 from payments.ledger.handoffs import decode_handoff
+from payments.ledger.permits import ADDRESS_RE
 from payments.ledger.return_urls import ReturnTarget, check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
 from payments.models import App, AppStatus
@@ -72,6 +73,14 @@ def _framer(target: ReturnTarget) -> str:
     return target.audience if target.kind in ("runtime", "local_dev") else "'none'"
 
 
+def _wallet_hint(value: str | None) -> str | None:
+    """``walletHint`` if it is an address, else nothing: the page shows it as the wallet the
+    app expected, and anyone can write a link, so any other text would be words of the
+    link maker's choosing on the portal's signing page. A handoff only ever puts an address
+    there (``payments.ledger.handoffs.wallet_hint_of``)."""
+    return value if value is not None and ADDRESS_RE.fullmatch(value) else None
+
+
 class Refused(Exception):
     """A request the page refuses in words (never a stack trace, never a 500)."""
 
@@ -92,7 +101,7 @@ class AuthorizePage:
         force = q.get("renew") == "1" or q.get("forceAuthorize") == "1"
         try:
             checked = await self._check(q.get("app"), q.get("return"), embed, force,
-                                        q.get("handoff"), q.get("walletHint"))
+                                        q.get("handoff"), _wallet_hint(q.get("walletHint")))
         except Refused as refused:
             ancestors = (self._refusal_ancestors(q.get("app"), q.get("return")) if embed
                          else "'none'")

@@ -210,7 +210,7 @@ def drive_every_path(world: PayWorld) -> list[Exchange]:
                      "/api/authorizations/return-code", headers=at_portal, json_body={
                          "app": slug, "returnUrl": return_url, "handoff": token,
                          "ownerProof": sign_owner_proof(user, slug, return_url,
-                                                        authorization_id)})
+                                                        authorization_id, links="Ana")})
     assert bound.status_code == 200, bound.text
     connection_id = bound.json()["summary"]["accountConnectionId"]
     ready = rec.call("/api/account-handoffs", "POST", "/api/account-handoffs", headers=keyed,

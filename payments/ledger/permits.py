@@ -123,12 +123,22 @@ def verify_permit(params: ChainParams, permit: Permit) -> None:
 
 
 def owner_proof_text(app_slug: str, return_url: str, spender: str, authorization_id: str,
-                     issued_at: str) -> str:
+                     issued_at: str, links: str | None = None) -> str:
     """A gas-free message proving wallet ownership, bound to app, return URL, spender and
-    authorization (spec 4.6). Signed with ``personal_sign``; it can move no funds."""
-    return ("Confirm this wallet for a payment budget.\n"
+    authorization (spec 4.6). Signed with ``personal_sign``; it can move no funds.
+
+    ``links``: the game account an account handoff binds with this proof (its label, ""
+    for none). The wallet shows the text, so a person asked to sign someone else's handoff
+    link reads that it lets that game account spend their budget (docs/decisions.md)."""
+    text = ("Confirm this wallet for a payment budget.\n"
             f"App: {app_slug}\nReturn: {return_url}\nSpender: {spender.lower()}\n"
             f"Authorization: {authorization_id}\nIssued: {issued_at}")
+    if links is None:
+        return text
+    # The label is the app's; on one line, whatever it holds.
+    label = "".join(ch if ch.isprintable() else " " for ch in links).strip()
+    return (f"{text}\nLinks game account: {label or '(no name given)'}\n"
+            f"This game account in {app_slug} may then spend this budget.")
 
 
 def recover_owner_proof(text: str, signature: Any) -> str:

@@ -26,6 +26,12 @@ def check_return_url(url: str, *, slug: str, portal_url: str, runtime_url: str,
                      runtime_active: bool) -> ReturnTarget:
     """``{portal_url}/<slug>``; ``<runtime>/<path>`` once the runtime host is served; or
     ``http://localhost|127.0.0.1:<port>/<slug>/...`` for local development."""
+    # Checked on the string as sent, before parsing: urlsplit drops tabs and newlines (as
+    # browsers do), so "/de<LF>mo" would pass as the hosted entry "/demo" while the string
+    # kept, redirected to and signed in the owner proof's "Return:" line is another one,
+    # and a line break there writes extra lines into the text the wallet shows.
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        raise _refused(url)
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  (raises ValueError on a bad port)

@@ -28,7 +28,7 @@ from payments.ledger.authorizations import (
 from payments.ledger.charges import DELIVERY_KEY_PREFIX
 from payments.ledger.config import LedgerConfig
 from payments.ledger.cors import Cors, preflight_route
-from payments.ledger.handoffs import decode_handoff
+from payments.ledger.handoffs import Handoff, decode_handoff
 from payments.ledger.models import (
     AccountConnection,
     Authorization,
@@ -166,7 +166,9 @@ class AuthorizationRoutes:
             if permit is not None:
                 authorization = authorize_permit(session, self.c.params, permit, now)
             else:
-                authorization = self._proven(session, proof, app, return_url, now)
+                links = (None if not handoff_token else
+                         self._handoff_of(handoff_token, app, now).label)
+                authorization = self._proven(session, proof, app, return_url, now, links)
             connection_id = None
             if handoff_token:
                 connection_id = self._bind(session, handoff_token, app, authorization, now)
@@ -189,8 +191,16 @@ class AuthorizationRoutes:
         return self.cors.allow(response, request.headers.get("origin"),
                                origin_of(self.c.portal_url))
 
+    def _handoff_of(self, token: str, app: App, now: datetime) -> Handoff:
+        handoff = decode_handoff(self.c.secret_key, token, now)
+        if handoff.app_id != app.id:
+            raise ApiError("handoff_invalid", 422, "The account handoff belongs to another app.")
+        return handoff
+
     def _proven(self, session: Session, proof: Any, app: App, return_url: str,
-                now: datetime) -> Authorization:
+                now: datetime, links: str | None) -> Authorization:
+        """The wallet's current budget, proven by a signed owner proof; ``links``: the game
+        account label of the handoff sent with it, which the signed text must name."""
         if not isinstance(proof, dict):
             raise ApiError("invalid_owner_proof", 422, "'ownerProof' must be an object.")
         owner = check_address(proof.get("owner"), "ownerProof.owner")
@@ -210,7 +220,7 @@ class AuthorizationRoutes:
             raise ApiError("owner_proof_expired", 422, "The wallet proof is too old; sign "
                            "again.")
         text = owner_proof_text(app.slug, return_url, self.c.params.spender, authorization_id,
-                                issued_at)
+                                issued_at, links)
         if recover_owner_proof(text, proof.get("signature")) != owner:
             raise ApiError("invalid_owner_proof", 422, "The wallet proof was not signed by "
                            "this owner for this app, return URL and budget.")
@@ -226,9 +236,7 @@ class AuthorizationRoutes:
 
     def _bind(self, session: Session, token: str, app: App, authorization: Authorization,
               now: datetime) -> str:
-        handoff = decode_handoff(self.c.secret_key, token, now)
-        if handoff.app_id != app.id:
-            raise ApiError("handoff_invalid", 422, "The account handoff belongs to another app.")
+        handoff = self._handoff_of(token, app, now)
         connection = session.scalar(select(AccountConnection).where(
             AccountConnection.app_id == app.id,
             AccountConnection.merchant_user_hash == handoff.merchant_user_hash,

@@ -30,6 +30,9 @@ ERRORS: dict[str, tuple[int, str]] = {
     "return_url_not_allowed": (422, "the return URL is not one of the forms of spec 5.5"),
     "return_url_runtime_inactive": (422, "a runtime return URL before the runtime is active"),
     "needs_budget": (402, "the wallet has no active budget"),
+    "handoff_invalid": (422, "the account handoff token is not valid, or belongs to another "
+                             "app"),
+    "handoff_expired": (410, "the account handoff token expired"),
     "invalid_permit": (422, "the permit is malformed"),
     "invalid_permit_signature": (422, "the permit was not signed by its owner for our token "
                                       "and spender"),
@@ -206,14 +209,19 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
             "getPortalOwnerProof", "The text of a gas-free owner proof for the current budget.",
             "The authorize page's shortcut for a wallet with an active budget (skipped with "
             "`renew=1` or `forceAuthorize=1`): the wallet `personal_sign`s `text` and the page "
-            "sends `ownerProof` to `POST {base_url}/api/authorizations/return-code`.",
+            "sends `ownerProof` to `POST {base_url}/api/authorizations/return-code`. With "
+            "`handoff` (an account handoff's token, sent to `return-code` with the proof) the "
+            "text names the game account it links, and `return-code` verifies it so.",
             _json({"type": "object", "additionalProperties": False,
                    "required": ["authorizationId", "issuedAt", "text"],
                    "properties": {"authorizationId": STR, "issuedAt": TIME, "text": STR}}),
             ["invalid_address", "app_not_found", "return_url_not_allowed",
-             "return_url_runtime_inactive", "needs_budget"],
+             "return_url_runtime_inactive", "needs_budget", "handoff_invalid",
+             "handoff_expired"],
             parameters=[_query("owner", "the wallet"), _query("app", "app slug"),
-                        _query("returnUrl", "the authorize page's return URL")])},
+                        _query("returnUrl", "the authorize page's return URL"),
+                        {**_query("handoff", "the authorize page's account handoff token, "
+                                  "when it has one"), "required": False}])},
         f"{p}/budget": {"post": _op(
             "renewPortalBudget", "Renew the global budget with a new signed permit.",
             f"The account page's renew. A new permit replaces the wallet's budget for every "

@@ -91,6 +91,10 @@ class AccountPages:
     async def verify_form(self, request: Request) -> Response:
         token = signed_out_token(request, self.c.cookies)
         email = request.query_params.get("email", "")[:254]
+        if not accounts.EMAIL_RE.match(email):
+            # The page says "We sent a code to <email>": anyone can write the link, so text
+            # that is not an address would be their words on the console's page.
+            email = ""
         sent = request.query_params.get("sent") == "1"
         return token.attach(verify_page(token.value, email, sent=sent))
 

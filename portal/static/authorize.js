@@ -126,9 +126,10 @@
     P.show("error", "");
     busy(true);
     P.show("progress", "Preparing the wallet check…");
-    P.api("/api/portal/owner-proof?" + new URLSearchParams({owner: wallet.address,
-                                                            app: d.app.slug,
-                                                            returnUrl: d.returnUrl}))
+    var query = {owner: wallet.address, app: d.app.slug, returnUrl: d.returnUrl};
+    // An account link is part of what the check does, so its text names the game account.
+    if (d.handoff) { query.handoff = d.handoff; }
+    P.api("/api/portal/owner-proof?" + new URLSearchParams(query))
       .then(function (proof) {
         P.show("progress", "Sign the wallet check in your wallet…");
         return wallet.personalSign(proof.text).then(function (signature) {

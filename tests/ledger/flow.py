@@ -44,10 +44,12 @@ def sign_permit(account: LocalAccount, value: int, nonce: int = 0,
 
 
 def sign_owner_proof(account: LocalAccount, app_slug: str, return_url: str,
-                     authorization_id: str) -> dict[str, Any]:
+                     authorization_id: str, links: str | None = None) -> dict[str, Any]:
+    """``links``: the game account label of the handoff sent with the proof."""
     from eth_account.messages import encode_defunct
     issued = utcnow().isoformat()
-    text = owner_proof_text(app_slug, return_url, PARAMS.spender, authorization_id, issued)
+    text = owner_proof_text(app_slug, return_url, PARAMS.spender, authorization_id, issued,
+                            links)
     signed = Account.sign_message(encode_defunct(text=text), account.key)
     return {"owner": account.address, "authorizationId": authorization_id, "issuedAt": issued,
             "signature": "0x" + signed.signature.hex().removeprefix("0x")}

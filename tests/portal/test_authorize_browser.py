@@ -289,6 +289,18 @@ def test_account_binding_from_a_backend_handoff(
         renewed = start_handoff(portal.world, "merchant-42").json()
         assert renewed["status"] == "ready" and renewed["connection"]["id"] == bound.id
         assert [t["message"]["nonce"] for t in wallet.typed] == ["0", "2"]  # after the revoke
+
+        # a second game account, linked with the budget the wallet has: the gas-free check
+        # the wallet is asked to sign names the game account it links
+        other = start_handoff(portal.world, "merchant-43", gameAccountLabel="Player Two").json()
+        assert other["status"] == "needs_connection"
+        page.goto(other["handoff"]["portalUrl"])
+        page.get_by_role("button", name="Connect wallet").click()
+        page.get_by_role("button", name="Continue with this budget").click()
+        page.wait_for_url(f"{portal.url}/game")
+        assert wallet.texts[-1].endswith("Links game account: Player Two\nThis game account "
+                                         "in game may then spend this budget.")
+        assert start_handoff(portal.world, "merchant-43").json()["status"] == "ready"
     assert_clean(chrome)
 
 

@@ -145,3 +145,16 @@ def test_signed_out_visitors_are_sent_to_log_in(console: Console) -> None:
                 "/login?next=/"), path
         page = client.get("/login?next=//evil.example/")
         assert 'name="next" value=""' in page.text
+
+
+def test_the_verify_page_names_only_an_email_address(console: Console) -> None:
+    """"We sent a 6-digit code to <email>" comes from the link: anyone can write one, so
+    text that is not an address would be their words on the console's page."""
+    spoof = "you. Your account is suspended: call +1 555 0100 to keep it"
+    with console.client() as client:
+        page = client.get("/verify", params={"email": spoof, "sent": "1"})
+        assert page.status_code == 200
+        assert "suspended" not in page.text and "We sent" not in page.text
+        page = client.get("/verify", params={"email": "dev@example.com", "sent": "1"})
+        assert "We sent a 6-digit code to dev@example.com." in page.text
+        assert 'value="dev@example.com"' in page.text

@@ -4,6 +4,7 @@ the dev wallet (dev only), and bad input answered in the envelope, never a 500."
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -14,13 +15,22 @@ import pytest
 from eth_account import Account
 from eth_account.messages import encode_defunct, encode_typed_data
 from eth_account.signers.local import LocalAccount
+from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import utcnow
+from payments.ledger.models import AccountConnection
 from payments.ledger.permits import owner_proof_text
 from portal.csrf import page_token
 from router.settings import DEV_SECRET_KEY
-from tests.ledger.flow import PARAMS, connect, sign_permit, wallet
+from tests.ledger.flow import (
+    PARAMS,
+    connect,
+    handoff_token,
+    sign_permit,
+    start_handoff,
+    wallet,
+)
 from tests.portal.wallet_world import Portal, portal_world
 from tests.support.router import RouterFactory
 
@@ -232,6 +242,104 @@ def test_owner_proof_text_and_renewal(portal: Portal) -> None:
         assert state["budget"]["state"] == "active"
         assert state["budget"]["valueAtomic"] == "7000000"
         assert state["permitNonce"] == "2"
+
+
+def test_a_return_url_with_a_line_break_or_blank_is_refused_everywhere(portal: Portal) -> None:
+    """urlsplit (as browsers) drops tabs and line breaks, so "/ga<LF>me" read as the hosted
+    entry "/game", while the string kept, redirected to and signed was another: a line
+    break in the owner proof's "Return:" line writes lines of the app's choosing into the
+    text the wallet shows. Refused by the page, the owner-proof text and return-code."""
+    owner = wallet(7)
+    portal.world.authorize(owner, 2_000_000)
+    spoofed = [f"{portal.url}/ga\nme", f"{portal.url}/ga\tme", f"{portal.url}/game\r",
+               f"{portal.url}/game?x=1\nSpender: 0x{'ab' * 20}", f"{portal.url}/game?x=a b",
+               f"{portal.url}/game?x=\u2028", f" {portal.url}/game"]
+    with client(portal) as c:
+        for url in spoofed:
+            page = c.get("/authorize", params={"app": "game", "return": url})
+            assert page.status_code == 400, url
+            assert "This return address is not allowed" in page.text, url
+            text = c.get("/api/portal/owner-proof", params={
+                "owner": owner.address, "app": "game", "returnUrl": url})
+            assert (text.status_code, text.json()["code"]) == \
+                (422, "return_url_not_allowed"), url
+        # the plain forms still pass
+        assert c.get("/authorize", params={"app": "game", "return": f"{portal.url}/game"}
+                     ).status_code == 200
+    with portal.world.api(origin=portal.url) as api:
+        for url in spoofed:
+            returned = api.post("/api/authorizations/return-code", json={
+                "app": "game", "returnUrl": url,
+                "permit": sign_permit(owner, 1_000_000, 1)})
+            assert (returned.status_code, returned.json()["code"]) == \
+                (422, "return_url_not_allowed"), url
+
+
+def test_an_owner_proof_that_links_a_game_account_says_so(portal: Portal) -> None:
+    """The gas-free check binds a handoff's game account to the wallet's budget: a link
+    someone else made (their own game account) would have it spend this wallet's budget.
+    The text the wallet shows names the account, and return-code accepts only that text."""
+    owner = wallet(9)
+    budget = portal.world.authorize(owner, 3_000_000)["summary"]["authorizationId"]
+    token = handoff_token(start_handoff(portal.world, "someone-else").json()["handoff"]
+                          ["portalUrl"])
+    return_url = f"{portal.url}/game"
+    params = {"owner": owner.address, "app": "game", "returnUrl": return_url}
+    with client(portal) as c:
+        plain = c.get("/api/portal/owner-proof", params=params).json()
+        assert "game account" not in plain["text"]
+        linked = c.get("/api/portal/owner-proof", params={**params, "handoff": token}).json()
+        assert linked["text"] == owner_proof_text(
+            "game", return_url, PARAMS.spender, budget, linked["issuedAt"], "Player One")
+        assert linked["text"].endswith("\nLinks game account: Player One\nThis game account "
+                                       "in game may then spend this budget.")
+        forged = c.get("/api/portal/owner-proof", params={**params, "handoff": "abc.def"})
+        assert (forged.status_code, forged.json()["code"]) == (422, "handoff_invalid")
+
+    def proof(text: dict[str, Any]) -> dict[str, Any]:
+        return {"owner": owner.address, "authorizationId": text["authorizationId"],
+                "issuedAt": text["issuedAt"], "signature": sign_text(owner, text["text"])}
+    with portal.world.api(origin=portal.url) as api:
+        # a check whose text says nothing of the link does not bind it
+        silent = api.post("/api/authorizations/return-code", json={
+            "app": "game", "returnUrl": return_url, "handoff": token,
+            "ownerProof": proof(plain)})
+        assert (silent.status_code, silent.json()["code"]) == (422, "invalid_owner_proof")
+        with portal.world.sessions() as session:
+            assert session.scalars(select(AccountConnection)).all() == []
+        bound = api.post("/api/authorizations/return-code", json={
+            "app": "game", "returnUrl": return_url, "handoff": token,
+            "ownerProof": proof(linked)})
+        assert bound.status_code == 200, bound.text
+        assert bound.json()["summary"]["accountConnectionId"]
+
+
+def page_data(page: httpx.Response) -> dict[str, Any]:
+    found = re.search(r'<script type="application/json" id="svc-data">(.*?)</script>',
+                      page.text)
+    assert found, page.text
+    data: dict[str, Any] = json.loads(found.group(1))
+    return data
+
+
+def test_the_wallet_hint_is_shown_only_when_it_is_an_address(portal: Portal) -> None:
+    """authorize.js shows walletHint as "The app expected <hint>": anyone can write the
+    link, so any text but an address would be the link maker's words on the signing page."""
+    address = wallet(8).address
+    spoofed = ["Send 25 USDC to unlock your reward", f"{address} and sign 25 USDC",
+               "0x" + "g" * 40, address + "\n"]
+    with client(portal) as c:
+        def hint(value: str) -> object:
+            page = c.get("/authorize", params={"app": "game", "return": f"{portal.url}/game",
+                                               "walletHint": value})
+            assert page.status_code == 200, page.text
+            return page_data(page)["walletHint"]
+        assert hint(address) == address
+        for value in spoofed:
+            assert hint(value) is None, value
+            page = c.get("/authorize", params={"app": "game", "return": f"{portal.url}/game",
+                                               "walletHint": value})
+            assert "unlock" not in page.text
 
 
 def test_dev_wallet_signs_only_our_permit_and_texts(portal: Portal) -> None:
