@@ -49,6 +49,7 @@ from svc.backend_models import (
 from svc.client import DEFAULT_TIMEOUT, ServiceUnreachable
 from svc.loopback import AsyncLoopbackNames, LoopbackNames
 from svc.proofs import ProofError, verify_payment_proof
+from svc.sent import AsyncRecorded, Recorded
 from svc.trace import AsyncTraced, Traced
 
 __all__ = [
@@ -135,7 +136,7 @@ class BackendClient(_Backend):
                  max_retry_delay: float = 5.0) -> None:
         super().__init__(api_url, api_key, retries, max_retry_delay)
         self._http = httpx.Client(headers=self.headers, timeout=timeout,
-                                  transport=Traced(LoopbackNames(transport)),
+                                  transport=Traced(Recorded(LoopbackNames(transport))),
                                   follow_redirects=False)
 
     def __enter__(self) -> BackendClient:
@@ -230,7 +231,8 @@ class AsyncBackendClient(_Backend):
                  max_retry_delay: float = 5.0) -> None:
         super().__init__(api_url, api_key, retries, max_retry_delay)
         self._http = httpx.AsyncClient(headers=self.headers, timeout=timeout,
-                                       transport=AsyncTraced(AsyncLoopbackNames(transport)),
+                                       transport=AsyncTraced(AsyncRecorded(
+                                           AsyncLoopbackNames(transport))),
                                        follow_redirects=False)
 
     async def __aenter__(self) -> AsyncBackendClient:

@@ -32,6 +32,7 @@ from svc.errors import CliError, ExitCode, for_api_failure
 from svc.int_flags import whole_number
 from svc.output import Output
 from svc.pipes import finished
+from svc.sent import Sent, interrupted, recording
 from svc.trace import tracing
 from svc.ttl import parse_ttl
 
@@ -55,8 +56,9 @@ def _main(argv: list[str] | None) -> int:
         parser.print_help()
         return ExitCode.OK
     out = Output(args.json)
+    sent: list[Sent] = []
     try:
-        with tracing(sys.stderr if args.verbose else None):
+        with tracing(sys.stderr if args.verbose else None), recording() as sent:
             return int(command(args, out))
     except CliError as error:
         failure = error
@@ -67,7 +69,8 @@ def _main(argv: list[str] | None) -> int:
         failure = CliError(f"{exc}. Check the API URL (--api-url, SVC_API_URL or api_url in "
                            "svc.toml) and your network.", ExitCode.NETWORK, code="unreachable")
     except KeyboardInterrupt:
-        out.error(CliError("Interrupted; nothing was changed.", code="interrupted"))
+        # "Nothing was changed" only if no request that changes something was sent.
+        out.error(interrupted(sent))
         return 130
     out.error(failure)
     return int(failure.exit_code)

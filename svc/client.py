@@ -16,6 +16,7 @@ import httpx
 from svc import __version__
 from svc.backend_errors import retry_after
 from svc.loopback import LoopbackNames
+from svc.sent import Recorded
 from svc.trace import Traced
 
 DEVELOPER = "/api/developer"
@@ -58,7 +59,7 @@ class DeveloperClient:
         if token:
             headers["authorization"] = f"Bearer {token}"
         self._http = httpx.Client(headers=headers, timeout=timeout,
-                                  transport=Traced(LoopbackNames(transport)),
+                                  transport=Traced(Recorded(LoopbackNames(transport))),
                                   follow_redirects=False)
 
     def __enter__(self) -> DeveloperClient:

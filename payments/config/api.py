@@ -68,6 +68,7 @@ class ConfigRequest:
     digest: str | None
     notes: list[dict[str, str]] = field(default_factory=list)  # warnings the plan adds
     rollback_of: str | None = None  # the revision a rollback goes back to
+    restores_state: bool = False  # the document is that revision's state (make_plan)
 
 
 class ConfigApi:
@@ -140,7 +141,7 @@ class ConfigApi:
             applied = apply_config(session, who, app, asked.document, asked.mode,
                                    base=asked.base, digest=asked.digest, context=self.context,
                                    box=self.s.box, now=now, rollback_of=asked.rollback_of,
-                                   notes=asked.notes)
+                                   notes=asked.notes, restores_state=asked.restores_state)
             result: dict[str, Any] = {
                 "app": applied.app.slug, "mode": asked.mode, "ops": [
                     o.as_dict() for o in applied.plan.ops],
@@ -260,12 +261,13 @@ def _rollback_request(session: Session, who: Principal, body: dict[str, Any], *,
         check_document(target.document), target.mode,
         field_str(body, "baseRevision", required=False, max_length=64),
         field_str(body, "planDigest", required=False, max_length=80),
-        notes=target.warnings, rollback_of=revision.id)
+        notes=target.warnings, rollback_of=revision.id, restores_state=target.restores_state)
 
 
 def _planned(session: Session, app: App | None, asked: ConfigRequest,
              context: Context) -> Plan:
-    planned = make_plan(session, app, asked.document, asked.mode, context)
+    planned = make_plan(session, app, asked.document, asked.mode, context,
+                        restores_state=asked.restores_state)
     planned.warnings += asked.notes
     return planned
 

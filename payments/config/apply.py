@@ -58,15 +58,17 @@ def conflict(current: str | None, base: str | None) -> ApiError:
 def apply_config(session: Session, who: Principal, app: App | None, document: dict[str, Any],
                  mode: str, *, base: str | None, digest: str | None, context: Context,
                  box: SecretBox, now: datetime, rollback_of: str | None = None,
-                 notes: list[dict[str, str]] | None = None) -> Applied:
+                 notes: list[dict[str, str]] | None = None,
+                 restores_state: bool = False) -> Applied:
     """Plan ``document`` under the app's lock and carry the plan out; ``notes`` are warnings
-    the caller adds to the plan (a rollback's)."""
+    the caller adds to the plan (a rollback's), ``restores_state`` says ``document`` is a
+    revision's state (``make_plan``)."""
     if app is not None:
         operations.lock(session, app)  # applies to one app take turns
     head = head_revision(session, app)
     if (head.id if head else None) != base:
         raise conflict(head.id if head else None, base)
-    plan = make_plan(session, app, document, mode, context)
+    plan = make_plan(session, app, document, mode, context, restores_state=restores_state)
     plan.warnings += notes or []
     # Checked on the plan made under the lock, before the first write: what a grant may
     # change is what this apply will change, not what an earlier plan showed.
@@ -85,7 +87,9 @@ def apply_config(session: Session, who: Principal, app: App | None, document: di
     session.flush()  # configuring the runtime re-reads the row under its lock
     ids: dict[str, Any] = {"app": target.id, "products": {}, "webhook": None}
     for op in plan.ops[1:]:
-        if op.resource == "runtime" and op.op != "unchanged":
+        if op.resource == "runtime" and op.op == "disable":
+            operations.disable(session, target)
+        elif op.resource == "runtime" and op.op != "unchanged":
             operations.configure(session, target, op.spec["origin"], op.spec["appPath"],
                                  entry_path_after(target, op.spec["appPath"]))
         elif op.resource == "webhook":

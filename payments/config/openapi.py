@@ -129,7 +129,8 @@ def config_paths() -> dict[str, Any]:
     applied["responses"]["200"] = {"description": "nothing to change", "content": {
         "application/json": {"schema": _ref("ConfigApplied")}}}
     rollback = _op("Restore the app as an earlier revision left it (its recorded state, in "
-                   "mirror mode: what it does not list is disabled), as a new revision; a "
+                   "mirror mode: the products, webhook endpoint and runtime it does not list "
+                   "are disabled, never deleted), as a new revision; a "
                    "revision recorded before states were kept has its config re-applied as "
                    "sent, in its mode, with a warning (rollback_without_state); one whose "
                    "credentials in URLs were withheld (migration 0018) is refused, 422 "

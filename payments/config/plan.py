@@ -40,6 +40,8 @@ from payments.slugs import check_slug
 from payments.webhooks.endpoints import DEFAULT_EVENTS
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
 
+# Runtime statuses a rollback to a state without a runtime disables (spec 3.1's disable).
+RUNNING = (RuntimeStatus.PENDING_VERIFICATION, RuntimeStatus.ACTIVE)
 KINDS = {"game": AppType.GAME, "application": AppType.APPLICATION}
 # The CLI grant scope (spec 5.3) each kind of change needs: the one the resource's own API
 # asks for, so a config apply can do nothing a grant could not do call by call.
@@ -68,7 +70,7 @@ class Change:
 class Op:
     op: str  # create | update | disable | unchanged
     resource: str  # app | runtime | product | webhook
-    key: str  # the app or product slug, or the webhook URL
+    key: str  # the app or product slug, the runtime origin or the webhook URL
     changes: list[Change] = field(default_factory=list)
     id: str | None = None
     # What apply hands to the resource's own functions (wire names); not shown.
@@ -145,7 +147,12 @@ def head_revision(session: Session, app: App | None) -> ConfigRevision | None:
 
 
 def make_plan(session: Session, app: App | None, document: dict[str, Any], mode: str,
-              context: Context) -> Plan:
+              context: Context, *, restores_state: bool = False) -> Plan:
+    """``restores_state``: ``document`` is a revision's recorded state (a rollback), which
+    names the runtime whenever the app had one, so a runtime it leaves out was configured
+    since and is disabled, as mirror disables the products and webhook it leaves out. A file
+    applied in mirror mode leaves an undeclared runtime alone: spec 4.8's mirror disables
+    products and webhooks only, and a file without ``runtime`` says nothing about it."""
     declared_app = document["app"]
     slug = declared_app["slug"]
     head = head_revision(session, app)
@@ -154,6 +161,8 @@ def make_plan(session: Session, app: App | None, document: dict[str, Any], mode:
     runtime_served = bool(app and app.runtime_served)
     if "runtime" in document:
         plan.ops.append(_runtime_op(app, document["runtime"], context, plan))
+    elif restores_state and app is not None and app.runtime_status in RUNNING:
+        plan.ops.append(_runtime_disable_op(app))
     plan.ops += _product_ops(session, app, document.get("products"), mode, plan)
     webhook = _webhook_op(session, app, slug, document.get("webhooks"), mode, runtime_served,
                           context, plan)
@@ -231,6 +240,13 @@ def _runtime_op(app: App | None, declared: dict[str, Any], context: Context,
     current = {"origin": app.runtime_origin, "appPath": app.runtime_app_path}
     changes = [Change(k, current[k], v) for k, v in wanted.items() if current[k] != v]
     return Op("update" if changes else "unchanged", "runtime", origin, changes, spec=wanted)
+
+
+def _runtime_disable_op(app: App) -> Op:
+    """Disable (never remove) a runtime the restored state does not have: its origin and
+    paths are kept, and ``svc runtime verify`` turns it on again (spec 3.1)."""
+    return Op("disable", "runtime", str(app.runtime_origin),
+              [Change("status", app.runtime_status.value, RuntimeStatus.DISABLED.value)])
 
 
 def _flat(view: dict[str, Any]) -> dict[str, Any]:

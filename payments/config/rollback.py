@@ -3,14 +3,15 @@
 A revision with a recorded state (``payments.config.state``) is rolled back by planning
 that state in mirror mode: every field it names is set to its value then, and an active
 product or an enabled webhook endpoint it does not list (created or re-enabled since) is
-disabled, so the app is as that revision left it. A revision recorded before states were
-kept (or whose state was not recordable) has only the document as sent: its rollback
-applies that, in its own mode, as rollbacks always did, and the plan says that fields and
-resources the document left out keep their current values. Refusing instead would take
-away the only undo such a revision has; the plan shows exactly what it will do. A revision
-whose secrets were withheld (migrations 0018 and 0021: credentials in URLs, values that
-look like secrets) is refused outright (``config_revision_withheld``): restoring it would
-write the mark where they were.
+disabled, and so is a runtime it does not have (configured since; disabled, never removed:
+``svc runtime verify`` turns it on again), so the app is as that revision left it. A
+revision recorded before states were kept (or whose state was not recordable) has only the
+document as sent: its rollback applies that, in its own mode, as rollbacks always did, and
+the plan says that fields and resources the document left out keep their current values.
+Refusing instead would take away the only undo such a revision has; the plan shows exactly
+what it will do. A revision whose secrets were withheld (migrations 0018 and 0021:
+credentials in URLs, values that look like secrets) is refused outright
+(``config_revision_withheld``): restoring it would write the mark where they were.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from payments.config.document import WITHHELD, withheld_paths
 from payments.config.models import ConfigRevision
 from payments.errors import ApiError
-from payments.models import App, RuntimeStatus
+from payments.models import App
 
 STATE_MODE = "mirror"  # a state lists everything active; what it leaves out is disabled
 
@@ -31,6 +32,7 @@ class RollbackTarget:
     document: dict[str, Any]
     mode: str
     warnings: list[dict[str, str]] = field(default_factory=list)
+    restores_state: bool = False  # ``document`` is the revision's state (make_plan)
 
 
 def rollback_target(revision: ConfigRevision, app: App) -> RollbackTarget:
@@ -46,7 +48,8 @@ def rollback_target(revision: ConfigRevision, app: App) -> RollbackTarget:
                        f"{revision.mode} mode, so fields and resources that config left out "
                        "keep their current values."}])
     document = _named(revision.state, app.slug)
-    return RollbackTarget(document, STATE_MODE, _kept(document, app, revision.number))
+    return RollbackTarget(document, STATE_MODE, _kept(document, app, revision.number),
+                          restores_state=True)
 
 
 def rollback_withheld(config: dict[str, Any], state: dict[str, Any] | None) -> list[str]:
@@ -84,17 +87,10 @@ def _named(document: dict[str, Any], slug: str) -> dict[str, Any]:
 
 def _kept(state: dict[str, Any], app: App, number: int) -> list[dict[str, str]]:
     """What the app has now that it did not have after revision ``number`` and that no
-    config can take away: a pay-to address, a runtime."""
-    kept = []
-    if "payTo" not in state["app"] and app.pay_to is not None:
-        kept.append({"code": "rollback_keeps_field", "key": "app.payTo",
-                     "message": f"The app had no pay-to address after revision {number}; an "
-                                "address cannot be unbound, so it stays "
-                                f"{app.pay_to}."})
-    if "runtime" not in state and app.runtime_status not in (RuntimeStatus.NOT_CONFIGURED,
-                                                             RuntimeStatus.DISABLED):
-        kept.append({"code": "rollback_keeps_field", "key": "runtime",
-                     "message": f"The app had no runtime after revision {number}; config "
-                                "cannot remove one, so it stays (`svc runtime disable` "
-                                "turns it off)."})
-    return kept
+    config can take away: a pay-to address. (A runtime configured since is disabled by the
+    plan itself, an op like any other.)"""
+    if "payTo" in state["app"] or app.pay_to is None:
+        return []
+    return [{"code": "rollback_keeps_field", "key": "app.payTo",
+             "message": f"The app had no pay-to address after revision {number}; an address "
+                        f"cannot be unbound, so it stays {app.pay_to}."}]

@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 
 from payments.config.document import WITHHELD, schema_problems
 from payments.config.models import ConfigRevision
-from payments.models import Pricing, Product, ProductStatus, RiskMode
+from payments.models import App, Pricing, Product, ProductStatus, RiskMode, RuntimeStatus
 from payments.webhooks.models import EndpointStatus, WebhookEndpoint
 from tests.config.test_config_api import HOOK, Api, P, config, console, ops_of
 from tests.developer.test_api import World
@@ -254,18 +254,82 @@ def test_a_rollback_plan_names_only_the_revision(world: World, console: Api) -> 
 def test_what_no_config_can_take_away_is_named_in_the_plan(world: World,
                                                            console: Api) -> None:
     """Revision 1 left the app without a pay-to address or a runtime; both came later. No
-    config can unbind an address or remove a runtime, so the rollback plan says they stay."""
+    config can unbind an address, so the rollback plan says it stays; the runtime is
+    disabled (the next test)."""
     bare = config("game", app={"slug": "game", "name": "Game"}, webhooks=[])
     del bare["runtime"]
     first = console.apply(bare).json()["revision"]["id"]
     assert console.apply(config("game")).status_code == 201
     plan = rollback_plan(console, first)
     assert [(w["code"], w["key"]) for w in plan["warnings"]] == [
-        ("rollback_keeps_field", "app.payTo"), ("rollback_keeps_field", "runtime")]
+        ("rollback_keeps_field", "app.payTo")]
     assert "cannot be unbound" in plan["warnings"][0]["message"]
-    assert {(o["resource"], o["op"]) for o in plan["ops"]} >= {("webhook", "disable")}
-    assert ("runtime", "update") not in {(o["resource"], o["op"]) for o in plan["ops"]}
+    assert {(o["resource"], o["op"]) for o in plan["ops"]} >= {("webhook", "disable"),
+                                                               ("runtime", "disable")}
 
+
+def runtime_of(world: World, slug: str = "game") -> tuple[RuntimeStatus, str | None, str]:
+    with world.sessions() as session:
+        app = session.scalars(select(App).where(App.slug == slug)).one()
+        return app.runtime_status, app.runtime_origin, app.runtime_app_path
+
+
+def test_a_runtime_configured_since_is_disabled_not_removed(world: World,
+                                                            console: Api) -> None:
+    """The developer walk's case: revision 2 added a runtime, `svc config rollback 1` left
+    it pending verification. A rollback restores the state, and the state of revision 1 has
+    no runtime: it is disabled, as the webhook added since is, its origin and paths kept."""
+    bare = config("game", webhooks=[])
+    del bare["runtime"]
+    first = console.apply(bare).json()["revision"]["id"]
+    with_runtime = {**bare, "runtime": {"mode": "worker_quick_launch",
+                                        "origin": "http://127.0.0.1:9", "appPath": "/play"}}
+    assert console.apply(with_runtime).status_code == 201
+    assert runtime_of(world)[0] is RuntimeStatus.PENDING_VERIFICATION
+    plan = rollback_plan(console, first)
+    assert ops_of(plan)[("runtime", "http://127.0.0.1:9")] == {
+        "op": "disable", "resource": "runtime", "key": "http://127.0.0.1:9", "id": None,
+        "changes": [{"field": "status", "before": "pending_verification",
+                     "after": "disabled"}]}
+    assert plan["summary"]["disable"] == 1 and plan["warnings"] == []
+    assert plan["runtimeValidation"] is None  # no runtime left to verify
+    rolled = roll_back(console, first, plan)
+    assert rolled.status_code == 201, rolled.text
+    assert rolled.json()["revision"]["rollbackOf"] == first
+    assert runtime_of(world) == (RuntimeStatus.DISABLED, "http://127.0.0.1:9", "/play")
+    # The state recorded by the rollback still lists the (disabled) runtime's origin, as
+    # the state always has for a configured runtime, so rolling back to it again or
+    # planning it changes nothing more.
+    again = rollback_plan(console, first)
+    assert again["summary"]["disable"] == 0 and again["summary"]["create"] == 0
+    # A file that declares it again makes it wait for a verification, as any configure.
+    assert console.apply(with_runtime).status_code in (200, 201)
+
+
+def test_a_runtime_the_revision_had_is_left_running(world: World, console: Api) -> None:
+    """Only a runtime the state lacks is disabled: a rollback to a revision that had the
+    runtime plans no runtime op beyond restoring its origin and path."""
+    first = console.apply(config("game")).json()["revision"]["id"]
+    repriced = config("game")
+    repriced["products"][0]["priceAtomic"] = "20000"
+    assert console.apply(repriced).status_code == 201
+    plan = rollback_plan(console, first)
+    assert ops_of(plan)[("runtime", "http://127.0.0.1:9")]["op"] == "unchanged"
+    assert roll_back(console, first, plan).status_code == 201
+    assert runtime_of(world)[0] is RuntimeStatus.PENDING_VERIFICATION
+
+
+def test_a_mirror_apply_leaves_an_undeclared_runtime_alone(world: World,
+                                                            console: Api) -> None:
+    """Spec 4.8's mirror disables products and webhooks absent from the file; a file
+    without `runtime` says nothing about it, unlike a revision's state."""
+    assert console.apply(config("game")).status_code == 201
+    bare = config("game")
+    del bare["runtime"]
+    plan = console.plan(bare, "mirror")
+    assert "runtime" not in {o["resource"] for o in plan["ops"]}
+    assert console.apply(bare, "mirror").status_code in (200, 201)
+    assert runtime_of(world)[0] is RuntimeStatus.PENDING_VERIFICATION
 
 
 def test_a_value_set_outside_config_that_looks_like_a_secret_is_withheld_from_diffs(

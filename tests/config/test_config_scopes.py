@@ -169,6 +169,25 @@ def test_rollback_needs_the_scopes_of_what_it_changes(world: World,
     assert answer.status_code == 201, answer.text
 
 
+def test_a_rollback_that_disables_a_runtime_needs_runtime_write(
+        world: World, description: dict[str, Any]) -> None:
+    with world.api(world.grant("game", SPEC_SCOPES)) as client:
+        api = Api(client, description)
+        first = api.apply(CHANGES["products:write"]).json()["revision"]
+        head = api.apply(CHANGES["runtime:write"]).json()["revision"]
+    before = state(world)
+    with world.api(world.grant("game", without("runtime:write"))) as client:
+        answer = client.post(f"{P}/rollback", json={"revision": first["id"],
+                                                   "baseRevision": head["id"]})
+    refused_for(answer, "runtime:write")
+    assert state(world) == before
+    with world.api(world.grant("game", SPEC_SCOPES)) as client:
+        answer = client.post(f"{P}/rollback", json={"revision": first["id"],
+                                                   "baseRevision": head["id"]})
+    assert answer.status_code == 201, answer.text
+    assert state(world)[2] is RuntimeStatus.DISABLED
+
+
 def test_the_retired_config_scopes_are_refused_when_asked_for(world: World) -> None:
     with world.api() as client:
         answer = client.post("/api/developer/cli/auth-requests",
