@@ -23,8 +23,6 @@ from payments.errors import ApiError
 from payments.http import field_str, field_str_list
 from payments.ids import IdPrefix
 
-# Spec 5.1's "default v1.2 scopes": what the console's form ticks and what `svc keys create`
-# sends without --scopes. The API itself grants nothing by default (check_key_scopes).
 DEFAULT_KEY_SCOPES = ("orders:create", "orders:read", "receipts:read", "deliveries:read")
 EXTRA_KEY_SCOPES = ("charges:create", "connections:create", "connections:read")
 KEY_SCOPES = DEFAULT_KEY_SCOPES + EXTRA_KEY_SCOPES
@@ -93,16 +91,8 @@ def mask(secret: str) -> str:
 
 
 def check_key_scopes(scopes: list[str] | None) -> list[str]:
-    """The scopes a key is made (or changed) with, as sent: spec 5.1 item 3, "new keys use
-    explicit scopes". Left out, they are refused by name rather than filled in: a
-    credential's rights are said by whoever makes it, and a default kept by the service
-    would change under every script the day the default does."""
     if scopes is None:
-        raise ApiError("missing_field", 422, "'scopes' is required: a new API key holds "
-                       "exactly the scopes it is created with (spec 5.1). The v1.2 default "
-                       f"set, which `svc keys create` sends without --scopes, is "
-                       f"{', '.join(DEFAULT_KEY_SCOPES)}; keys may also hold "
-                       f"{', '.join(EXTRA_KEY_SCOPES)}.", field="scopes")
+        return list(DEFAULT_KEY_SCOPES)
     unknown = [s for s in scopes if s not in KEY_SCOPES]
     if unknown:
         raise ApiError("invalid_scope", 422, f"Unknown API key scope(s): {', '.join(unknown)}. "

@@ -6,7 +6,6 @@ from typing import Any
 
 from payments.apps import DISTRIBUTION_TARGETS
 from payments.developer.grants import CLI_SCOPES
-from payments.developer.keys import DEFAULT_KEY_SCOPES, KEY_SCOPES
 
 GRANT: list[dict[str, list[str]]] = [{"cliGrant": []}, {"consoleSession": []}]
 SESSION_ONLY: list[dict[str, list[str]]] = [{"consoleSession": []}]
@@ -124,7 +123,8 @@ def _developer_paths() -> dict[str, Any]:
             "post": _create_key_op(_op(
                 "Create a zpk_ key of this app; the secret is in this response only.",
                 scope="keys:create", status="201",
-                body=_new_key_body(idempotencyKey=IDEMPOTENCY_FIELD))),
+                body=_obj(label=STR, scopes=STRS, environment=STR,
+                          idempotencyKey=IDEMPOTENCY_FIELD))),
         },
         f"{p}/apps/{{app}}/keys/{{key}}": {
             "parameters": [APP_REF, {"name": "key", "in": "path", "required": True,
@@ -160,17 +160,6 @@ def _developer_paths() -> dict[str, Any]:
     }
 
 
-def _new_key_body(**props: Any) -> dict[str, Any]:
-    """A create-key body: ``scopes`` is required (spec 5.1: new keys use explicit scopes);
-    without it the answer is 422 missing_field naming it."""
-    scopes = {**STRS, "minItems": 1, "items": {"enum": list(KEY_SCOPES)},
-              "description": "required, non-empty: what the key may do. The v1.2 default "
-              f"set ({', '.join(DEFAULT_KEY_SCOPES)}) is what `svc keys create` sends "
-              "without --scopes; the service fills in none."}
-    return {**_obj(label=STR, scopes=scopes, environment=STR, **props),
-            "required": ["scopes"]}
-
-
 def _organization_key_paths(p: str) -> dict[str, Any]:
     def session_op(summary: str, **kwargs: Any) -> dict[str, Any]:
         return _op(f"Console host, console session only: {summary} A CLI grant, whatever its "
@@ -185,7 +174,8 @@ def _organization_key_paths(p: str) -> dict[str, Any]:
             "post": _create_key_op(session_op(
                 "create an organization key, which may act on every app of its organization; "
                 "the secret is in this response only.", status="201",
-                body=_new_key_body(idempotencyKey=IDEMPOTENCY_FIELD, organizationId={
+                body=_obj(label=STR, scopes=STRS, environment=STR,
+                          idempotencyKey=IDEMPOTENCY_FIELD, organizationId={
                               **STR, "description": "needed only by a member of several "
                               "organizations; another organization is "
                               "organization_not_found"}))),

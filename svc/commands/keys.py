@@ -18,10 +18,8 @@ from svc.commands.target import app_option, app_path, client_for_app, segment
 from svc.errors import ExitCode, usage
 from svc.output import Output
 
-# Spec 5.1's "default v1.2 scopes", sent explicitly without --scopes: the service grants
-# none by default (new keys use explicit scopes).
-DEFAULT_SCOPES = ("orders:create", "orders:read", "receipts:read", "deliveries:read")
-KEY_SCOPES = (*DEFAULT_SCOPES, "charges:create", "connections:create", "connections:read")
+KEY_SCOPES = ("orders:create", "orders:read", "receipts:read", "deliveries:read",
+              "charges:create", "connections:create", "connections:read")
 STORAGE_NOTE = ("API key (shown once; keep it server-side as SVC_API_KEY in your backend's "
                 "secret store, never in frontend code or a repository):")
 PULL_FILE = "svc-keys.env"
@@ -40,8 +38,7 @@ def register(groups: argparse._SubParsersAction[argparse.ArgumentParser],
                              "(needs keys:create)")
     create.add_argument("--label", default="", help="what the key is for")
     create.add_argument("--scopes", type=_scopes, metavar="A,B",
-                        help=f"default: the four v1.2 scopes ({','.join(DEFAULT_SCOPES)}), sent "
-                        f"explicitly; any of {', '.join(KEY_SCOPES)}")
+                        help=f"default: the four v1.2 scopes; any of {', '.join(KEY_SCOPES)}")
     create.add_argument("--env", choices=["test", "live"], default="test",
                         help="the key's environment (default test)")
     create.add_argument("--idempotency", metavar="KEY",
@@ -82,8 +79,9 @@ def create_key(args: argparse.Namespace, out: Output) -> int:
     if not idempotency.strip() or len(idempotency) > MAX_IDEMPOTENCY_KEY:
         raise usage(f"--idempotency must be 1 to {MAX_IDEMPOTENCY_KEY} characters.")
     body: dict[str, Any] = {"label": args.label, "environment": args.env,
-                            "scopes": list(DEFAULT_SCOPES if args.scopes is None else args.scopes),
                             "idempotencyKey": idempotency}
+    if args.scopes is not None:
+        body["scopes"] = args.scopes
     client, slug = client_for_app(args)
     with client:
         created = create_once(client, slug, body)

@@ -164,32 +164,11 @@ def test_api_keys_secret_shown_once(world: World) -> None:
     assert caught.value.code == "valid_api_key_required"
 
 
-def test_a_new_key_without_scopes_is_refused_naming_the_field(world: World) -> None:
-    """Spec 5.1: new keys use explicit scopes. The API used to fill in the four v1.2 scopes
-    when `scopes` was left out; it now refuses, naming the field and that default set, and
-    makes no key. The console's form and `svc keys create` send their defaults themselves."""
-    token = world.grant("game", ["apps:read", "keys:create"])
-    with world.api(token) as api:
-        for body in ({}, {"label": "backend"}, {"label": "ci", "idempotencyKey": "k-1"}):
-            refused = api.post("/api/developer/apps/game/keys", json=body)
-            assert refused.status_code == 422, refused.text
-            error = refused.json()
-            assert (error["code"], error["field"]) == ("missing_field", "scopes")
-            assert "orders:create, orders:read, receipts:read, deliveries:read" in \
-                error["message"] and "svc keys create" in error["message"]
-    with world.console() as console:
-        refused = console.post("/api/developer/keys", json={"label": "everything"})
-        assert (refused.status_code, refused.json()["field"]) == (422, "scopes")
-    with world.sessions() as session:
-        assert session.scalars(select(ApiKey)).all() == []
-
-
 def test_api_key_label_and_scopes_change_but_not_the_secret(world: World) -> None:
     reader = world.grant("game", ["apps:read"])
     token = world.grant("game", ["apps:read", "keys:create"])
     with world.api(token) as api:
-        created = api.post("/api/developer/apps/game/keys", json={
-            "label": "old", "scopes": ["orders:create"]}).json()
+        created = api.post("/api/developer/apps/game/keys", json={"label": "old"}).json()
         key_id, secret = created["key"]["id"], created["secret"]
         path = f"/api/developer/apps/game/keys/{key_id}"
         changed = api.patch(path, json={"label": " backend ", "scopes": [

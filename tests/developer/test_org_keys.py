@@ -83,8 +83,7 @@ def test_an_organization_key_acts_on_every_app_of_its_organization(
         [shown] = listed.json()["keys"]
         assert shown["id"] == key["id"] and shown["preview"] == f"zpk_test_…{secret[-4:]}"
         # An app's list holds that app's keys only; the organization key is not one of them.
-        app_key = console.post("/api/developer/apps/game/keys", json={
-            "label": "game only", "scopes": ["orders:read"]})
+        app_key = console.post("/api/developer/apps/game/keys", json={"label": "game only"})
         assert app_key.json()["key"]["ownership"] == "app"
         app_keys = console.get("/api/developer/apps/game/keys").json()["keys"]
         assert [k["label"] for k in app_keys] == ["game only"]

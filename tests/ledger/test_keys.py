@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import transaction, utcnow
-from payments.developer.keys import DEFAULT_KEY_SCOPES, create_key, revoke_key
+from payments.developer.keys import create_key, revoke_key
 from payments.developer.models import ApiKey
 from tests.factories import add_developer, add_owned_app
 from tests.ledger.flow import PayWorld, build_world, wallet
@@ -25,7 +25,7 @@ def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Itera
         yield build_world(router, sessions)
 
 
-def new_key(world: PayWorld, scopes: list[str], *, organization_id: str | None = None,
+def new_key(world: PayWorld, scopes: list[str] | None, *, organization_id: str | None = None,
             app_scoped: bool = True) -> str:
     """A key of the world's app (or, unscoped, of its organization), or of another org."""
     own = organization_id is None
@@ -119,7 +119,7 @@ def test_a_key_without_the_scope_is_403_naming_it(world: PayWorld,
 def test_another_organizations_key_finds_nothing(world: PayWorld,
                                                  paid: dict[str, str]) -> None:
     _, other_org = add_developer(world.sessions, "dev2")
-    foreign = new_key(world, list(DEFAULT_KEY_SCOPES), organization_id=other_org)
+    foreign = new_key(world, None, organization_id=other_org)  # the default read scopes
     foreign_all = new_key(world, ["orders:create", "connections:create", "charges:create"],
                           organization_id=other_org)
     with world.api(authorization=f"Bearer {foreign}") as api:
@@ -133,8 +133,8 @@ def test_another_organizations_key_finds_nothing(world: PayWorld,
     assert own_org is not None
     other_app = add_owned_app(world.sessions, own_org, "second-game")
     with transaction(world.sessions) as session:
-        sibling = create_key(session, organization_id=own_org, app_id=other_app.id,
-                             label="sibling", scopes=list(DEFAULT_KEY_SCOPES),
+        sibling = create_key(session, organization_id=own_org,
+                             app_id=other_app.id, label="sibling", scopes=None,
                              environment="test", created_by=None, now=utcnow()).secret
     with world.api(authorization=f"Bearer {sibling}") as api:
         for path in lookups(paid):

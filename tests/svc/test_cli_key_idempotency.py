@@ -75,25 +75,6 @@ def test_a_lost_answer_is_retried_under_the_same_key_and_makes_one_key(world: Wo
     assert "zpk_test_" not in done.stderr.replace(key.preview, "") and done.stdout == ""
 
 
-def test_the_default_scopes_are_sent_explicitly(world: World) -> None:
-    """The service grants no scopes by default (spec 5.1: new keys use explicit scopes);
-    without --scopes the CLI sends the four v1.2 scopes itself, as `--help` says."""
-    with running_proxy(world.port) as proxy:
-        save_grant(world.sessions, world.developer_id, "game", "apps:read,keys:create",
-                   world.config, proxy.url)
-        for extra, scopes in (([], ["orders:create", "orders:read", "receipts:read",
-                                    "deliveries:read"]),
-                              (["--scopes", "charges:create,orders:read"],
-                               ["charges:create", "orders:read"])):
-            done = subprocess.run([SVC, "keys", "create", *extra, "--api-url", proxy.url,
-                                   "--json"], cwd=world.home, env=world.env(), text=True,
-                                  capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
-                                  check=False)
-            assert done.returncode == 0, (done.stdout, done.stderr)
-            assert json.loads(proxy.bodies[-1])["scopes"] == scopes
-            assert sorted(json.loads(done.stdout)["key"]["scopes"]) == sorted(scopes)
-
-
 def test_no_answer_at_all_names_the_key_to_rerun_with(world: World) -> None:
     with running_proxy(world.port, lambda n, request, answer: None) as proxy:
         save_grant(world.sessions, world.developer_id, "game", "apps:read,keys:create",
