@@ -17,12 +17,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from payments.developer.services import client_ip
 from payments.errors import ApiError
 from payments.http import read_json, required_str
 from payments.ledger.permits import check_address
 from payments.portal import account, proofs
 from payments.portal.models import WalletSession
 from payments.portal.wallets import current_budget
+from payments.ratelimit import enforce
 from portal.config import PortalConfig
 from portal.csrf import check_page_token, check_session_token
 
@@ -62,6 +64,8 @@ class AccountApi:
     async def prove(self, request: Request) -> Response:
         now = self.s.clock()
         check_page_token(request, self.c.secret_key, self.c.portal_origin, now)
+        # Each proof opens a session row: counted per client, whatever came of it.
+        await enforce(self.s.limiter(), self.s.limits.wallet_proof, client_ip(self.s, request))
         body = await read_json(request)
         challenge = proofs.read_challenge(self.c.secret_key,
                                           required_str(body, "challenge", 600), now)

@@ -19,8 +19,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from payments.chain.in_process import InProcessChain
+from payments.developer.services import client_ip
 from payments.digits import parse_digits
-from payments.errors import ApiError
+from payments.errors import ApiError, error_response
 from payments.http import read_json
 from payments.ledger.authorizations import active_authorization, authorize_permit
 from payments.ledger.handoffs import decode_handoff
@@ -35,6 +36,7 @@ from payments.ledger.return_urls import check_return_url
 from payments.ledger.routes_authorizations import app_by_slug
 from payments.portal.devwallet import DEV_FUNDS_ATOMIC, dev_account, sign_request
 from payments.portal.wallets import current_budget, next_permit_nonce
+from payments.ratelimit import Limit, enforce
 from portal import chain_reads
 from portal.config import PortalConfig
 from portal.csrf import check_page_token
@@ -76,9 +78,15 @@ class WalletApi:
                        Route("/api/portal/dev-wallet/sign", self.dev_sign, methods=["POST"])]
         return routes
 
+    async def _limit(self, request: Request, limit: Limit) -> None:
+        """Each read asks the chain's node: a per-client limit keeps a script from spending
+        the node's request budget (docs/decisions.md)."""
+        await enforce(self.s.limiter(), limit, client_ip(self.s, request))
+
     async def wallet(self, request: Request) -> Response:
         """The wallet's budget (ledger ``remaining``), next permit nonce and USDC balance."""
         owner = _query_address(request, "address")
+        await self._limit(request, self.s.limits.wallet_read)
         chain = self.c.chain()
         chain_nonce = await chain_reads.permit_nonce(chain, owner)
         balance = await chain_reads.usdc_balance(chain, owner)
@@ -102,6 +110,7 @@ class WalletApi:
         else:
             low, high = now, now + MAX_DEADLINE
         deadline = _query_int(request, "deadline", int(low.timestamp()), int(high.timestamp()))
+        await self._limit(request, self.s.limits.wallet_read)
         chain_nonce = await chain_reads.permit_nonce(self.c.chain(), owner)
 
         def work(session: Session) -> int:
@@ -170,12 +179,16 @@ class WalletApi:
 
     async def balance(self, request: Request) -> Response:
         """Public chain data for the runtime wallet card; readable from any origin."""
-        owner = _query_address(request, "address")
+        headers = {"access-control-allow-origin": "*", "cache-control": "no-store"}
+        try:
+            owner = _query_address(request, "address")
+            await self._limit(request, self.s.limits.public_balance)
+        except ApiError as error:  # readable by the page that asked, as the answer is
+            return error_response(error, headers)
         balance = await chain_reads.usdc_balance(self.c.chain(), owner)
         return JSONResponse({"address": owner,
                              "balanceAtomic": None if balance is None else str(balance)},
-                            headers={"access-control-allow-origin": "*",
-                                     "cache-control": "no-store"})
+                            headers=headers)
 
     # -- the dev wallet (dev mode only) ------------------------------------------------------
 

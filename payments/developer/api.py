@@ -33,7 +33,7 @@ from payments.developer.keys import (
     update_key,
 )
 from payments.developer.models import ApiKey, CliGrant
-from payments.developer.services import DeveloperServices
+from payments.developer.services import DeveloperServices, client_ip
 from payments.developer.views import app_view, grant_view, key_view
 from payments.errors import ApiError
 from payments.http import (
@@ -49,13 +49,6 @@ from payments.products import TEMPLATES, create_product, product_view, update_pr
 from payments.ratelimit import Limit, enforce
 
 RuntimeUrl = Callable[[str], str]
-
-
-def client_ip(services: DeveloperServices, request: Request) -> str:
-    """The address per-address limits key on: behind a trusted proxy, the client it names
-    (``DeveloperServices.client_address``), not the proxy."""
-    peer = request.client.host if request.client else None
-    return services.client_address(peer, request.scope["headers"])
 
 
 class DeveloperApi:

@@ -10,6 +10,7 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 from sqlalchemy.orm import Session, sessionmaker
+from starlette.requests import Request
 
 from payments.cookies import CookieNames
 from payments.db import utcnow
@@ -34,7 +35,8 @@ def peer_address(peer: str | None, headers: Iterable[tuple[bytes, bytes]]) -> st
 
 @dataclass(frozen=True)
 class Limits:
-    """Numbers for spec 8 item 2; per client address or per account as the key says."""
+    """Numbers for spec 8 item 2 and the portal's writes and chain reads; per client address
+    or per account as the key says."""
 
     signup: Limit = Limit("signup", 10, 3600)
     # Every sign-up form sent, whatever came of it: a sign-up whose mail our server failed
@@ -45,6 +47,12 @@ class Limits:
     key_management: Limit = Limit("key-management", 30, 60)
     grant_approval: Limit = Limit("grant-approval", 20, 600)
     cli_request: Limit = Limit("cli-request", 30, 600)
+    # The portal's, per client address (docs/decisions.md): a wallet proof opens a session
+    # row, a return code a summary-code row, and the wallet reads ask the chain's node.
+    wallet_proof: Limit = Limit("wallet-proof", 20, 600)
+    return_code: Limit = Limit("return-code", 60, 600)
+    wallet_read: Limit = Limit("wallet-read", 60, 60)
+    public_balance: Limit = Limit("public-balance", 60, 60)
 
 
 @dataclass(frozen=True)
@@ -90,3 +98,10 @@ class DeveloperServices:
                 return result
 
         return await anyio.to_thread.run_sync(unit, limiter=self.workers)
+
+
+def client_ip(services: DeveloperServices, request: Request) -> str:
+    """The address per-address limits key on: behind a trusted proxy, the client it names
+    (``DeveloperServices.client_address``), not the proxy."""
+    peer = request.client.host if request.client else None
+    return services.client_address(peer, request.scope["headers"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from payments.dbapi import Compiled
@@ -31,6 +31,19 @@ def issue(session: Session, kind: CodeKind, *, ttl: timedelta, now: datetime,
     session.add(record)
     session.flush()
     return IssuedCode(code, record)
+
+
+SUMMARY_RETENTION = timedelta(days=1)
+
+
+def sweep_expired_summaries(session: Session, authorization_id: str, now: datetime) -> None:
+    """Delete the budget's summary codes expired over ``SUMMARY_RETENTION`` ago: each return
+    code adds one. Kept that long, a client back the same day is still told its code
+    expired (410), not that it is unknown (401). Per budget, so the delete walks its index;
+    payment codes are kept (their rows answer a retried payment)."""
+    session.execute(delete(AuthCode).where(AuthCode.authorization_id == authorization_id,
+                                           AuthCode.kind == CodeKind.SUMMARY,
+                                           AuthCode.expires_at <= now - SUMMARY_RETENTION))
 
 
 def find(session: Session, kind: CodeKind, code: str) -> AuthCode | None:

@@ -117,6 +117,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "TRUSTED_CHARGE_NOT_ALLOWED": (403, "the product does not allow trusted-server charges"),
     "TRUSTED_CHARGE_OVER_LIMIT": (403, "the amount is over the product's "
                                        "`riskPolicy.trustedServerCharge.maxAmountAtomic`"),
+    "rate_limited": (429, "too many of these requests from this client; `retryAfter` (and "
+                          "the `Retry-After` header) says how many seconds to wait"),
     "internal_error": (500, "the service failed; retry later"),
     "service_unavailable": (503, "the database is unreachable for now (a restart or "
                                  "failover); nothing changed: retry after `Retry-After` "
@@ -555,7 +557,7 @@ def ledger_paths() -> dict[str, Any]:
                         "permit_already_used",
                         "invalid_owner_proof", "owner_proof_expired", "owner_proof_used",
                         "needs_budget",
-                        "handoff_invalid", "handoff_expired"],
+                        "handoff_invalid", "handoff_expired", "rate_limited"],
                 tag="authorizations"),
             "options": options("preflightReturnCode"),
         },

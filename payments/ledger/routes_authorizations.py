@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from payments.dbapi import Compiled
-from payments.developer.services import DeveloperServices
+from payments.developer.services import DeveloperServices, client_ip
 from payments.errors import ApiError
 from payments.http import field_str, read_json, required_str
 from payments.ledger import codes
@@ -50,6 +50,7 @@ from payments.ledger.permits import (
 )
 from payments.ledger.return_urls import check_return_url, origin_of
 from payments.models import App, Product, ProductStatus
+from payments.ratelimit import enforce
 from payments.slugs import is_valid_slug
 
 OWNER_PROOF_MAX_AGE_SECONDS = 300
@@ -144,6 +145,9 @@ class AuthorizationRoutes:
 
     async def return_code(self, request: Request) -> Response:
         """Called by the portal after the user signed: a summary code and where to go."""
+        # Each call may add a summary code (and a budget): counted per client, whatever
+        # came of it (docs/decisions.md).
+        await enforce(self.s.limiter(), self.s.limits.return_code, client_ip(self.s, request))
         body = await read_json(request)
         slug = required_str(body, "app", 63)
         return_url = required_str(body, "returnUrl", 2048)
@@ -172,6 +176,7 @@ class AuthorizationRoutes:
             connection_id = None
             if handoff_token:
                 connection_id = self._bind(session, handoff_token, app, authorization, now)
+            codes.sweep_expired_summaries(session, authorization.id, now)
             issued = codes.issue(session, CodeKind.SUMMARY, ttl=self.c.summary_ttl, now=now,
                                  authorization_id=authorization.id, app_id=app.id,
                                  audience=target.audience, return_url=return_url,

@@ -47,6 +47,8 @@ ERRORS: dict[str, tuple[int, str]] = {
     "wallet_proof_used": (409, "this signed challenge already opened a session"),
     "wallet_proof_required": (401, "no live wallet session (cookie `__Host-svc_portal_wallet`)"),
     "connection_not_found": (404, "no active connection with this id for the proven wallet"),
+    "rate_limited": (429, "too many of these requests from this client; `retryAfter` (and "
+                          "the `Retry-After` header) says how many seconds to wait"),
 }
 BODY = ["invalid_json", "unsupported_media_type", "payload_too_large", "csrf_failed"]
 
@@ -192,8 +194,8 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
         f"{p}/wallet": {"get": _op(
             "getPortalWallet", "A wallet's budget, next permit nonce and USDC balance.",
             "For the authorize and account pages. No CORS.",
-            _json({"$ref": "#/components/schemas/PortalWallet"}), ["invalid_address"],
-            parameters=[address])},
+            _json({"$ref": "#/components/schemas/PortalWallet"}),
+            ["invalid_address", "rate_limited"], parameters=[address])},
         f"{p}/permit": {"get": _op(
             "getPortalPermit", "The exact typed data of a budget (or revoke) permit.",
             "`value` 0 is a revoke (`Permit(value=0)`); otherwise 1 to 10,000 USDC and a "
@@ -201,7 +203,7 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
             _json({"type": "object", "required": ["typedData"], "additionalProperties": False,
                    "properties": {"typedData": {"$ref": "#/components/schemas/"
                                                         "PortalTypedData"}}}),
-            ["invalid_address", "invalid_field"],
+            ["invalid_address", "invalid_field", "rate_limited"],
             parameters=[_query("owner", "the signing wallet"),
                         _query("value", "atomic units", ATOMIC),
                         _query("deadline", "unix seconds", ATOMIC)])},
@@ -249,7 +251,8 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
             f"{ORIGIN}",
             _json({"$ref": "#/components/schemas/PortalAccount"}),
             [*BODY, "missing_field", "invalid_field", "wallet_proof_invalid",
-             "wallet_proof_expired", "wallet_proof_used"], parameters=[CSRF_HEADER],
+             "wallet_proof_expired", "wallet_proof_used", "rate_limited"],
+            parameters=[CSRF_HEADER],
             body=_body({"challenge": STR, "signature": STR}, ["challenge", "signature"]))},
         f"{p}/wallet-proof/forget": {"post": _op(
             "forgetWalletProof", "End the wallet session.",
@@ -276,7 +279,7 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
                    "required": ["address", "balanceAtomic"],
                    "properties": {"address": ADDRESS,
                                   "balanceAtomic": {"type": ["string", "null"]}}}),
-            ["invalid_address"], parameters=[address])},
+            ["invalid_address", "rate_limited"], parameters=[address])},
     }
     if dev:
         paths[f"{p}/dev-wallet/account"] = {"post": _op(

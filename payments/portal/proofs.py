@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from eth_account import Account
 from eth_account.messages import encode_defunct
-from sqlalchemy import select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -27,6 +27,9 @@ from payments.portal.models import WalletSession
 
 CHALLENGE_TTL = timedelta(minutes=5)
 SESSION_TTL = timedelta(hours=12)
+# Live sessions one wallet may hold (browsers, devices); a new proof beyond them ends the
+# oldest, so a scripted wallet cannot pile up sessions (docs/decisions.md).
+MAX_LIVE_SESSIONS = 10
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,7 @@ def open_wallet_session(session: Session, challenge: Challenge, signature: objec
     if recover_signer(challenge.message(portal_url), signature) != challenge.wallet:
         raise ApiError("wallet_proof_invalid", 422, "The signature was not made by this wallet "
                        "for this check.")
+    sweep_wallet_sessions(session, now)
     token = secrets.token_urlsafe(32)
     record = WalletSession(token_hash=_hash(token), challenge_nonce=challenge.nonce,
                            wallet=challenge.wallet, csrf_token=secrets.token_urlsafe(24),
@@ -122,7 +126,32 @@ def open_wallet_session(session: Session, challenge: Challenge, signature: objec
     except IntegrityError:
         raise ApiError("wallet_proof_used", 409, "This wallet check was already used; verify "
                        "the wallet again.") from None
+    _end_oldest(session, record, now)
     return OpenedSession(token, record)
+
+
+def sweep_wallet_sessions(session: Session, now: datetime) -> None:
+    """Delete the rows no cookie can use any more: expired ones, and ended ones whose
+    challenge has expired too (until then the row's unique ``challenge_nonce`` is what
+    refuses a replay of that signed challenge). Run on every proof, so the table holds
+    little more than the live sessions."""
+    session.execute(delete(WalletSession).where(or_(
+        WalletSession.expires_at <= now,
+        and_(WalletSession.revoked_at.is_not(None),
+             WalletSession.created_at <= now - CHALLENGE_TTL))))
+
+
+def _end_oldest(session: Session, opened: WalletSession, now: datetime) -> None:
+    """End the wallet's live sessions beyond the newest ``MAX_LIVE_SESSIONS``."""
+    older = session.scalars(
+        select(WalletSession.id)
+        .where(WalletSession.wallet == opened.wallet, WalletSession.revoked_at.is_(None),
+               WalletSession.expires_at > now)
+        .order_by(WalletSession.created_at.desc(), WalletSession.id.desc())
+        .offset(MAX_LIVE_SESSIONS)).all()
+    if older:
+        session.execute(update(WalletSession).where(WalletSession.id.in_(older))
+                        .values(revoked_at=now))
 
 
 def live_wallet_session(session: Session, token: str | None,

@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from payments.developer import accounts
-from payments.developer.api import client_ip
 from payments.developer.auth import SESSION_COOKIE, Principal
+from payments.developer.services import client_ip
 from payments.developer.sessions import open_session, revoke_session
 from payments.errors import ApiError
 from payments.mail import MailError, Message
