@@ -46,6 +46,8 @@ class Limits:
     verify: Limit = Limit("verify", 10, 900)
     key_management: Limit = Limit("key-management", 30, 60)
     grant_approval: Limit = Limit("grant-approval", 20, 600)
+    # Opening /cli/approve?code= looks a user code up: as bounded as answering one.
+    grant_lookup: Limit = Limit("grant-lookup", 20, 600)
     cli_request: Limit = Limit("cli-request", 30, 600)
     # The portal's, per client address (docs/decisions.md): a wallet proof opens a session
     # row, a return code a summary-code row, and the wallet reads ask the chain's node.

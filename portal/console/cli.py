@@ -12,6 +12,7 @@ from payments.developer.api import answer_cli_request
 from payments.developer.auth import Principal
 from payments.errors import ApiError
 from payments.models import App
+from payments.ratelimit import Limit
 from portal.console.cli_views import PendingView, answered_page, approve_page, device_page
 from portal.console.context import AUTH_REQUIRED, Console
 from portal.console.forms import Form, read_form
@@ -47,13 +48,17 @@ class CliPages:
 
     async def approve_form(self, request: Request) -> Response:
         code = request.query_params.get("code", "").strip()[:MAX_CODE]
-        return await self._approve_form(request, code)
+        # Each opening looks a user code up, so a signed-in script could walk the codes:
+        # counted per developer, as approving is (the re-shown form after a refused
+        # approval was counted by that approval).
+        return await self._approve_form(request, code, limit=self.s.limits.grant_lookup)
 
     async def _approve_form(self, request: Request, code: str,
-                            error: ApiError | None = None) -> Response:
+                            error: ApiError | None = None, *,
+                            limit: Limit | None = None) -> Response:
         try:
             nav, found = await self.c.as_developer(
-                request, lambda session, who: self._pending(session, who, code))
+                request, lambda session, who: self._pending(session, who, code), limit=limit)
         except ApiError as failed:
             return self.c.failure(request, failed, back=f"/cli/approve?code={code}")
         return self._show(nav, code, found, error)

@@ -33,6 +33,7 @@ from tests.router.conftest import RouterFactory, RunningRouter
 KEYS = Limits(key_management=Limit("key-management", 3, 60))
 APPROVALS = Limits(grant_approval=Limit("grant-approval", 2, 300))  # < a request's 10 min
 SIGN_INS = Limits(cli_request=Limit("cli-request", 2, 600))
+LOOKUPS = Limits(grant_lookup=Limit("grant-lookup", 2, 300))
 
 
 class FrozenClock:
@@ -105,6 +106,7 @@ SAYS = {
     "key-management": "Too many key-management requests: at most 3 requests per 60 seconds.",
     "grant-approval": "Too many grant-approval requests: at most 2 requests per 300 seconds.",
     "cli-request": "Too many cli-request requests: at most 2 requests per 600 seconds.",
+    "grant-lookup": "Too many grant-lookup requests: at most 2 requests per 300 seconds.",
 }
 
 
@@ -278,6 +280,29 @@ def test_grant_approval_limit(start_world: WorldFactory) -> None:
             assert page.status_code == 200 and "CLI sign-in approved" in page.text
         issued = api.post("/api/developer/cli/token", json={"deviceCode": started[2]["deviceCode"]})
         assert issued.status_code == 200 and issued.json()["token"].startswith("zcli_")
+
+
+def test_grant_lookup_limit_on_the_approve_page(start_world: WorldFactory) -> None:
+    """Opening /cli/approve?code= looks the user code up: limited per developer like
+    approving, so a signed-in script cannot walk the codes; a right code is refused too
+    while the limit holds, and approving is a budget of its own."""
+    limit = LOOKUPS.grant_lookup
+    with start_world(LOOKUPS) as world, world.api() as api:
+        code = api.post("/api/developer/cli/auth-requests", json={"app": "game"}
+                        ).json()["userCode"]
+        console, csrf = world.console()
+        with console:
+            assert console.get("/cli/approve", params={"code": "WRONG-CODE"}
+                               ).status_code == 404
+            shown = console.get("/cli/approve", params={"code": code})
+            assert shown.status_code == 200 and "Approve" in shown.text
+            assert_limited_page(console.get("/cli/approve", params={"code": code}), limit, 300)
+            approved = console.post("/cli/approve", data={"csrf": csrf, "code": code,
+                                                          "decision": "approve", "app": "game"})
+            assert approved.status_code == 200 and "CLI sign-in approved" in approved.text
+            world.clock.advance(300)
+            # Lifted: the lookup runs again and finds the request answered.
+            assert console.get("/cli/approve", params={"code": code}).status_code == 409
 
 
 def test_cli_sign_in_request_limit(start_world: WorldFactory) -> None:
