@@ -106,11 +106,14 @@ class AccountPages:
             self.c.check_signed_out_form(request, form)
             email = form.get("email").strip().lower()
             await enforce(self.s.limiter(), self.s.limits.verify, email)
-            now = self.s.clock()
+            now, previous = self.s.clock(), self.c.cookies.read(request, SESSION_COOKIE)
 
             def unit(session: Session) -> str:
                 developer = accounts.verify_email(session, email=email, code=form.get("code"),
                                                   now=now)
+                # As a log-in does: the browser's earlier session (another account's, say)
+                # ends rather than living on beside the new cookie.
+                revoke_session(session, previous, now)
                 return open_session(session, developer.id, now, self.s.policy).token
             session_token = await self.s.run(unit)
         except ApiError as error:

@@ -12,7 +12,7 @@ from payments.db import transaction, utcnow
 from payments.developer.auth import SESSION_COOKIE
 from payments.developer.models import ConsoleSession
 from payments.developer.tokens import token_hash
-from tests.portal.conftest import Console, form_post, log_in
+from tests.portal.conftest import CODE_RE, PASSWORD, Console, form_post, log_in
 
 
 def _refused(console: Console, cookie: str) -> None:
@@ -46,6 +46,33 @@ def test_log_out_revokes_the_session(console: Console, sessions: sessionmaker[Se
             ConsoleSession.token_hash == token_hash(cookie))).one()
         assert row.revoked_at is not None
     _refused(console, cookie)
+
+
+@pytest.mark.usefixtures("developer")
+def test_log_in_and_verify_end_the_browsers_previous_session(console: Console) -> None:
+    """A browser holds one console session: a new log-in, and a verification (which signs
+    the new account in), end the one its cookie held rather than leave it live."""
+    with console.client() as client:
+        log_in(client)
+        first = client.cookies[SESSION_COOKIE]
+        log_in(client)
+        second = client.cookies[SESSION_COOKIE]
+        assert second != first
+        _refused(console, first)
+
+        email = "ann@example.com"
+        signed_up = form_post(client, "/signup", {"email": email, "username": "ann",
+                                                  "password": PASSWORD}, "/signup")
+        assert signed_up.status_code == 303, signed_up.text
+        found = CODE_RE.search(console.smtp.wait_for_message(email).get_content())
+        assert found
+        verified = form_post(client, "/verify", {"email": email, "code": found.group(1)},
+                             "/signup")
+        assert verified.status_code == 303 and verified.headers["location"] == "/apps"
+        third = client.cookies[SESSION_COOKIE]
+        assert third not in (first, second)
+        assert "ann" in client.get("/apps").text
+    _refused(console, second)
 
 
 @pytest.mark.usefixtures("developer")
