@@ -51,6 +51,10 @@ SECURITY_HEADERS = {
     # Pages show CSRF tokens and, once, a key secret: never store them.
     "cache-control": "no-store",
     "x-frame-options": "DENY",
+    # No other site's window keeps a handle on a console page (or it on theirs): a page
+    # opened from a link, or one that opens another, gets no cross-origin opener. The
+    # console opens no popup and is opened by none that needs one (the CLI opens a tab).
+    "cross-origin-opener-policy": "same-origin",
 }
 
 

@@ -63,6 +63,7 @@ def assert_strict_page(response: httpx.Response, *, scripted: bool = False) -> N
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["referrer-policy"] == "same-origin"
     assert response.headers["cache-control"] == "no-store"
+    assert response.headers["cross-origin-opener-policy"] == "same-origin"
 
 
 def test_signed_out_pages_send_the_strict_policy(console: Console) -> None:

@@ -31,7 +31,7 @@ from tests.ledger.flow import (
     start_handoff,
     wallet,
 )
-from tests.portal.wallet_world import Portal, portal_world
+from tests.portal.wallet_world import Portal, authorize_url, portal_world
 from tests.support.router import RouterFactory
 
 
@@ -427,6 +427,22 @@ def test_static_files_and_the_sdk(portal: Portal) -> None:
         balance = c.get("/api/public/usdc-balance", params={"address": wallet(9).address})
         assert balance.headers["access-control-allow-origin"] == "*"
         assert balance.json()["balanceAtomic"] == "0"
+
+
+def test_every_portal_page_isolates_its_window(portal: Portal) -> None:
+    """Cross-Origin-Opener-Policy: same-origin on every page: no other site's window keeps
+    a handle on a portal page. The runtime modal frames the authorize page (COOP does not
+    apply to frames) and opens the account page with noopener, so no flow needs one."""
+    runtime_return = f"{portal.runtime}/svc-auth-return?app=game"
+    with client(portal) as c:
+        for path in ("/", "/game", "/account", "/nope-nope",
+                     authorize_url(portal).removeprefix(portal.url),
+                     authorize_url(portal, runtime_return, mode="popup", embed="1")
+                     .removeprefix(portal.url),
+                     authorize_url(portal, "https://elsewhere.example/").removeprefix(portal.url)):
+            page = c.get(path)
+            assert page.headers["content-type"].startswith("text/html"), path
+            assert page.headers["cross-origin-opener-policy"] == "same-origin", path
 
 
 def test_bad_input_is_answered_in_the_envelope(portal: Portal) -> None:
