@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -15,9 +15,11 @@ from eth_account import Account
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.developer.services import Limits
 from payments.ledger.models import Authorization, Charge, Order
 from payments.ledger.permits import permit_typed_data
 from payments.models import DomainRequestStatus, RuntimeStatus
+from payments.ratelimit import Limit
 from tests.factories import update_app
 from tests.ledger.flow import (
     PARAMS,
@@ -47,7 +49,10 @@ class Case:
 
 @pytest.fixture
 def world(start_router: RouterFactory, sessions: sessionmaker[Session]) -> Iterator[PayWorld]:
-    with start_router() as router:
+    # One client sends every case: the return-code limit (60/10 min per client, tested in
+    # tests/portal/test_portal_limits.py) is raised so that each case meets its validation.
+    limits = replace(Limits(), return_code=Limit("return-code", 100_000, 600))
+    with start_router(app_options={"developer_overrides": {"limits": limits}}) as router:
         yield build_world(router, sessions)
 
 
