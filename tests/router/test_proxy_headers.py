@@ -10,7 +10,7 @@ import asyncio
 import gzip
 import ipaddress
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
 
 import httpx
@@ -96,19 +96,30 @@ def test_every_upstream_set_cookie_is_dropped(start_proxy_router: RouterFactory,
     assert len(response.content) == size
 
 
-async def site_data_clearer(request: web.Request) -> web.StreamResponse:
-    size = int(request.query.get("size", "10"))
-    response = web.StreamResponse()
-    # "cookies" (and "*", which includes it) clears the cookies of the whole registrable
-    # domain, the portal's and the console's sessions too; the rest stays on the origin.
-    for value in ('"cookies", "storage"', '"*"', ' "cache" ,"executionContexts"',
-                  '"cookies"', '"Cookies", "clientHints"'):
-        response.headers.add("Clear-Site-Data", value)
-    response.content_length = size if size <= BIG // 2 else None
-    await response.prepare(request)
-    await response.write(b"c" * size)
-    await response.write_eof()
-    return response
+def answering_with(headers: tuple[tuple[str, str], ...]) -> Callable[
+        [web.Request], Awaitable[web.StreamResponse]]:
+    """An origin answering ``headers`` (each added as a line of its own) and ``?size=``
+    bytes: with a Content-Length up to BIG // 2 (the router's whole-answer path), streamed
+    without one above."""
+    async def handler(request: web.Request) -> web.StreamResponse:
+        size = int(request.query.get("size", "10"))
+        response = web.StreamResponse()
+        for name, value in headers:
+            response.headers.add(name, value)
+        response.content_length = size if size <= BIG // 2 else None
+        await response.prepare(request)
+        await response.write(b"c" * size)
+        await response.write_eof()
+        return response
+    return handler
+
+
+# "cookies" (and "*", which includes it) clears the cookies of the whole registrable
+# domain, the portal's and the console's sessions too; the rest stays on the origin.
+site_data_clearer = answering_with(tuple(
+    ("Clear-Site-Data", value) for value in ('"cookies", "storage"', '"*"',
+                                             ' "cache" ,"executionContexts"', '"cookies"',
+                                             '"Cookies", "clientHints"')))
 
 
 @pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
@@ -132,18 +143,7 @@ EDGE_CONTROLS = (("X-Accel-Redirect", "/svc-auth-return?app=game&code=forged-cod
                  ("X-Accel-Buffering", "yes"), ("X-Accel-Limit-Rate", "1"),
                  ("X-Accel-Expires", "86400"), ("X-Accel-Charset", "utf-8"))
 
-
-async def edge_steering(request: web.Request) -> web.StreamResponse:
-    size = int(request.query.get("size", "10"))
-    response = web.StreamResponse()
-    for name, value in EDGE_CONTROLS:
-        response.headers.add(name, value)
-    response.headers["X-Origin"] = "yes"
-    response.content_length = size if size <= BIG // 2 else None
-    await response.prepare(request)
-    await response.write(b"c" * size)
-    await response.write_eof()
-    return response
+edge_steering = answering_with((*EDGE_CONTROLS, ("X-Origin", "yes")))
 
 
 @pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
