@@ -34,7 +34,13 @@ _REQUEST_DROP = frozenset({b"cookie", b"host"})
 # (docs/decisions.md). Our own hosts send none.
 EDGE_CONTROLS = frozenset({b"x-accel-redirect", b"x-accel-buffering", b"x-accel-limit-rate",
                            b"x-accel-expires", b"x-accel-charset"})
-_RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"}) | EDGE_CONTROLS
+# What only the edge may say of a runtime's host name, ``<slug>.{apps_domain}``: the name,
+# its certificate and its ports are ours. An origin's Alt-Svc has browsers remember an
+# alternative service for the name (24 h by default; persist=1 keeps it across networks)
+# and try their next connections there, a port of the edge's address or another host of
+# the origin's choosing; or forget the edge's own (``clear``). docs/decisions.md.
+EDGE_ADVERTS = frozenset({b"alt-svc"})
+_RESPONSE_DROP = frozenset({b"set-cookie", b"set-cookie2"}) | EDGE_CONTROLS | EDGE_ADVERTS
 # Clear-Site-Data "cookies" (and "*", every type) clears the cookies of the response's whole
 # registrable domain, not its origin's (W3C Clear Site Data; Chromium and Firefox do so):
 # from a runtime host it would sign visitors out of the portal and the console. Only the
@@ -260,8 +266,9 @@ def upstream_request_headers(
 
 
 def plan_response(headers: Iterable[tuple[bytes, bytes]]) -> ResponsePlan:
-    """The origin's headers less hop-by-hop and cookies (``Set-Cookie``, and
-    ``Clear-Site-Data`` of cookies), names lower-cased; one pass.
+    """The origin's headers less hop-by-hop, cookies (``Set-Cookie``, and
+    ``Clear-Site-Data`` of cookies) and what is the edge's to say (``EDGE_CONTROLS``,
+    ``EDGE_ADVERTS``), names lower-cased; one pass.
 
     ``Content-Length`` and ``Content-Encoding`` pass through untouched: the body is
     relayed byte for byte, never decoded.

@@ -201,6 +201,44 @@ def test_pipelined_and_http_1_0_requests_match_the_asgi_path(
     assert b"\r\nconnection: close\r\n" in old_fast[0]  # and the router closed: we read EOF
 
 
+# What only the edge may say of the app's host name (alternative services, instructions to
+# nginx) and a Clear-Site-Data reaching past the app's origin ("cookies"), in an answer
+# the fast path writes whole and in one it hands to the ASGI path's streaming relay.
+EDGE_ONLY = (b'Alt-Svc: h3=":8443"; ma=2592000; persist=1\r\nalt-svc: clear\r\n'
+             b"X-Accel-Redirect: /svc-auth-return?app=game&code=forged-code\r\n"
+             b"X-Accel-Buffering: yes\r\nX-Accel-Limit-Rate: 1\r\n"
+             b'Clear-Site-Data: "cookies", "cache"\r\n')
+STREAMED = 200 * 1024  # above router.proxy.SMALL_BODY: relayed as it arrives
+
+
+async def edge_claiming(origin: RawOrigin, reader: asyncio.StreamReader,
+                        writer: asyncio.StreamWriter) -> None:
+    while True:
+        head = await origin.read_head(reader)
+        body = b"s" * STREAMED if head.startswith(b"GET /streamed ") else b"whole"
+        writer.write(b"HTTP/1.1 200 OK\r\nServer: origin/1.0\r\nDate: " + ORIGIN_DATE
+                     + b"\r\n" + EDGE_ONLY + b"X-Origin: yes\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+
+
+def test_headers_only_the_edge_may_send_are_dropped_as_on_the_asgi_path(
+        start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session]) -> None:
+    with RawOrigin(edge_claiming) as origin, \
+            game(start_proxy_router, proxy_sessions, origin.url) as router:
+        sent = [(request(router, "/"), False), (request(router, "/streamed"), False),
+                (request(router, "/last", extra="Connection: close\r\n"), False)]
+        fast, slow = both_ways(router, origin, lambda: one_at_a_time(router, sent))
+    assert fast[2] == 3 and slow[2] == 0
+    assert fast[0] == slow[0]
+    answers = fast[0].lower()
+    assert answers.count(b"x-origin: yes\r\n") == 3
+    assert answers.count(b'\r\nclear-site-data: "cache"\r\n') == 3
+    for gone in (b"alt-svc", b"x-accel-", b'"cookies"', b"forged-code"):
+        assert gone not in answers, gone
+    assert answers.count(b"s" * STREAMED) == 1
+
+
 def test_a_trusted_proxy_vouches_for_the_chain_only_on_the_fast_path(
         start_proxy_router: RouterFactory, proxy_sessions: sessionmaker[Session],
         origin: RawOrigin) -> None:

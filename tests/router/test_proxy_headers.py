@@ -160,6 +160,29 @@ def test_an_origin_cannot_steer_the_edge_proxy(start_proxy_router: RouterFactory
     assert not [name for name in response.headers if name.startswith("x-accel-")]
 
 
+# Alternative services for the app's host name, ours: a browser would remember them (24 h
+# by default, across networks with persist=1) and open its next connections to the app's
+# host there, on whatever port or host the origin names.
+ALT_SVC = (("Alt-Svc", 'h3=":8443"; ma=2592000; persist=1'),
+           ("Alt-Svc", 'h2="alt.origin.example:443"'), ("alt-svc", "clear"))
+
+advertising = answering_with((*ALT_SVC, ("X-Origin", "yes")))
+
+
+@pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
+def test_an_origin_cannot_advertise_alternative_services(start_proxy_router: RouterFactory,
+                                                         proxy_sessions: sessionmaker[Session],
+                                                         size: int) -> None:
+    with aiohttp_origin(("GET", "/", advertising)) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
+            router.client("game") as client:
+        response = client.get("/", params={"size": size})
+    assert response.status_code == 200
+    assert len(response.content) == size
+    assert response.headers["x-origin"] == "yes"
+    assert "alt-svc" not in response.headers
+
+
 # -- 2. hop-by-hop --------------------------------------------------------------------------
 
 def test_hop_by_hop_request_headers_are_removed(start_proxy_router: RouterFactory,

@@ -137,6 +137,9 @@ def test_response_headers() -> None:
       (b"X-C", b"3")], [(b"x-c", b"3")], None),
     ([(b"connection", b"close"), (b"Connection", b"keep-alive, X-D"), (b"x-d", b"4")], [],
      None),
+    # Alternative services for our host name are the edge's to advertise, in any case.
+    ([(b"Alt-Svc", b'h3=":8443"; ma=86400'), (b"ALT-SVC", b"clear"), (b"X-E", b"5")],
+     [(b"x-e", b"5")], None),
     ([], [], None),
 ])
 def test_response_plan(headers: list[tuple[bytes, bytes]], kept: list[tuple[bytes, bytes]],
