@@ -476,6 +476,10 @@ http {{
             proxy_connect_timeout 2s;
             proxy_read_timeout 60s;
             proxy_buffering off;
+            # An answer's instructions to nginx (an internal redirect, buffering, a rate):
+            # the router drops them from runtimes' answers, and nginx ignores them too.
+            proxy_ignore_headers X-Accel-Redirect X-Accel-Expires X-Accel-Limit-Rate
+                                 X-Accel-Buffering X-Accel-Charset;
         }}
     }}
 {extra}}}

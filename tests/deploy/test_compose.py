@@ -28,7 +28,7 @@ from ops.cluster.processes import Processes, free_port
 from ops.cluster.services import start_nginx
 from ops.cluster.tls import make_edge_tls
 from ops.cluster.topology import NGINX_CONF, edge_conf, edge_names
-from router.headers import FOREIGN_FORWARDING
+from router.headers import EDGE_CONTROLS, FOREIGN_FORWARDING
 from router.settings import ENV_PREFIX, Settings, SettingsError, load_settings
 from tests.support.servers import AiohttpServer
 from tests.support.waits import wait_for
@@ -309,9 +309,9 @@ def _listening(port: int) -> bool:
     return True
 
 
-def _tls_send(port: int, sni: str, ca: Path, request: str) -> tuple[int, bytes]:
+def _tls_answer(port: int, sni: str, ca: Path, request: str) -> tuple[bytes, bytes]:
     """``request`` (a head, ``Connection: close`` added) over TLS to 127.0.0.1:``port``
-    naming ``sni``; the answer's status and body."""
+    naming ``sni``; the answer's head and body."""
     context = ssl.create_default_context(cafile=str(ca))
     with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
             context.wrap_socket(raw, server_hostname=sni) as tls:
@@ -320,6 +320,12 @@ def _tls_send(port: int, sni: str, ca: Path, request: str) -> tuple[int, bytes]:
         while chunk := tls.recv(65536):
             answer += chunk
     head, _, body = answer.partition(b"\r\n\r\n")
+    return head, body
+
+
+def _tls_send(port: int, sni: str, ca: Path, request: str) -> tuple[int, bytes]:
+    """:func:`_tls_answer`'s status and body."""
+    head, body = _tls_answer(port, sni, ca, request)
     return int(head.split(b" ", 2)[1]), body
 
 
@@ -335,10 +341,15 @@ def _tls_get(port: int, host: str, ca: Path, headers: list[tuple[str, str]],
 
 def _echo_app(seen: list[dict[str, str]]) -> web.Application:
     """Answers every GET with the headers it received, as [name, value] pairs, and keeps
-    them in ``seen``."""
+    them in ``seen``. ``/steer``'s answer tells the nginx in front to redirect internally,
+    to a path of the origin's choosing and with the client's request headers: the router
+    drops that header, and the edge must not act on one that reached it all the same."""
     async def echo(request: web.Request) -> web.Response:
         seen.append({k.lower(): v for k, v in request.headers.items()})
-        return web.json_response([[k.lower(), v] for k, v in request.headers.items()])
+        answer = web.json_response([[k.lower(), v] for k, v in request.headers.items()])
+        if request.path == "/steer":
+            answer.headers["X-Accel-Redirect"] = "/landed?steered=1"
+        return answer
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", echo)
@@ -416,6 +427,52 @@ def test_spoofed_forwarding_headers_stop_at_the_rendered_template(
     assert len(edge.seen) == 2  # the refused never reached the servers
     log = edge.log.read_text().splitlines()
     assert len(log) == 2 and all(f"127.0.0.1:{edge.origin} 200 " in line for line in log)
+
+
+def ignored_headers(conf: str) -> set[str]:
+    """The names of the ``proxy_ignore_headers`` line (one: the directive is not additive),
+    lower-cased."""
+    lines = re.findall(r"^\s*proxy_ignore_headers ([^;]+);", conf, re.MULTILINE)
+    assert len(lines) == 1, lines
+    return {name.lower() for name in lines[0].split()}
+
+
+@pytest.mark.parametrize("which", ["compose template", "cluster"])
+def test_the_edge_ignores_every_edge_control_the_router_drops(which: str) -> None:
+    conf = NGINX_CONF if which == "cluster" else (
+        ROOT / "deploy/nginx/svc.conf.template").read_text()
+    assert ignored_headers(conf) == {name.decode() for name in EDGE_CONTROLS}
+
+
+def steered_once(port: int, sni: str, ca: Path, host: str, seen: list[dict[str, str]]) -> None:
+    """GET /steer through the edge: relayed as it came (less the X-Accel-* nginx never
+    passes on), not /landed fetched in its place."""
+    head, body = _tls_answer(port, sni, ca, f"GET /steer HTTP/1.1\r\nHost: {host}\r\n")
+    assert head.startswith(b"HTTP/1.1 200 "), head
+    assert len(seen) == 1, "the edge redirected internally on the origin's X-Accel-Redirect"
+    assert json.loads(body)
+    assert b"x-accel-" not in head.lower()
+
+
+def test_the_rendered_template_ignores_x_accel_from_behind(template_edge: TemplateEdge) -> None:
+    edge, host = template_edge, f"demo.{OPERATOR['APPS_DOMAIN']}"
+    steered_once(edge.tls, host, edge.ca, host, edge.seen)
+    assert len(edge.log.read_text().splitlines()) == 1
+
+
+def test_the_cluster_edge_ignores_x_accel_from_behind(tmp_path: Path) -> None:
+    seen: list[dict[str, str]] = []
+    edge = free_port()
+    tls = make_edge_tls(tmp_path / "tls", ["api.localhost", "127.0.0.1"], "apps.localhost")
+    procs = Processes()
+    with AiohttpServer(_echo_app(seen)) as origin:
+        try:
+            start_nginx(procs, tmp_path / "nginx",
+                        edge_conf(tmp_path / "nginx", [origin.port], edge, tls,
+                                  edge_names(Settings())), edge)
+            steered_once(edge, "127.0.0.1", tls.ca, f"demo.apps.localhost:{edge}", seen)
+        finally:
+            procs.stop_all()
 
 
 def _handshake(port: int, sni: str) -> bool:
