@@ -396,11 +396,14 @@ worker_processes 2;
 pid {prefix}/nginx.pid;
 events {{ worker_connections 4096; }}
 http {{
-    # Which instance answered each request: the fault tests read it. The target as sent,
-    # less its query: query strings carry short-lived codes (/svc-auth-return?code=). Not
-    # $uri, which is decoded: a %20 in it would split the line's fields.
+    # Which instance answered each request: the fault tests read it. The host served and
+    # passed on ($http_host would be a Host header the request line overrode), and the
+    # target as sent, less its query: query strings carry short-lived codes
+    # (/svc-auth-return?code=). Not $uri, which is decoded and normalized: a %20 in it
+    # would split the line's fields, and another path than the one sent be logged. The
+    # same as deploy/nginx/svc.conf.template's.
     map $request_uri $request_path {{ "~^(?<path>[^?]*)" $path; }}
-    log_format edge '$status $request_method $http_host$request_path $upstream_addr '
+    log_format edge '$status $request_method $host:$server_port$request_path $upstream_addr '
                     '$upstream_status $request_time';
     access_log {prefix}/access.log edge;
     client_body_temp_path {prefix}/client_body;

@@ -296,6 +296,12 @@ def test_the_template_matches_the_tested_edge() -> None:
     assert log_format and "$upstream_addr" in log_format[1]
     assert "$upstream_status" in log_format[1]
     assert "$request_uri" not in log_format[1] and "$args" not in log_format[1]
+    # the path as sent, less the query, in both (not $uri: decoded and normalized)
+    cluster_format = re.search(r"log_format edge ([^;]*);", NGINX_CONF)
+    assert cluster_format
+    for conf, logged in ((template, log_format[1]), (NGINX_CONF, cluster_format[1])):
+        assert '$request_uri $request_path {' in conf and '"~^(?<path>[^?]*)" $path;' in conf
+        assert "$request_path" in logged and "$uri" not in logged
     assert template.count("access_log /var/log/nginx/access.log edge;") == 2
     for line in ("proxy_connect_timeout 2s;", "proxy_next_upstream error timeout;"):
         assert line in template and line in NGINX_CONF
@@ -546,6 +552,38 @@ def _plain_send(port: int, request: str) -> tuple[int, str | None]:
     return int(lines[0].split(" ", 2)[1]), location[0] if location else None
 
 
+# Targets as a client may send them, and the path the access log must show for each: as
+# sent, less the query. Decoded ($uri), the first two were logged as `/c"d` (the dot
+# segments resolved, hiding what was asked for) and `/x?code=...`; a decoded %20 split the
+# line's fields.
+LOGGED_TARGETS = {
+    "/svc-auth-return?app=demo&code=summary-code-value": "/svc-auth-return",
+    "/a%20b/%2e%2e/c%22d?q=1": "/a%20b/%2e%2e/c%22d",
+    "/x%3Fcode=in-the-path": "/x%3Fcode=in-the-path",
+    "/plain": "/plain",
+}
+
+
+def test_the_rendered_template_logs_each_path_as_sent_without_its_query(
+        template_edge: TemplateEdge) -> None:
+    edge, host = template_edge, f"demo.{OPERATOR['APPS_DOMAIN']}"
+    for target in LOGGED_TARGETS:
+        status, _ = _tls_send(edge.tls, host, edge.ca, f"GET {target} HTTP/1.1\r\nHost: {host}\r\n")
+        assert status == 200, target
+    # The request line's host is the one served, and logged (RFC 9112, 3.2.2).
+    status, _ = _tls_send(edge.tls, host, edge.ca,
+                          f"GET https://{host}/abs?code=x HTTP/1.1\r\nHost: evil.example\r\n")
+    assert status == 200
+    lines = edge.log.read_text().splitlines()
+    # addr [time zone] status method host+path upstream upstream-status time
+    fields = [line.split() for line in lines]
+    assert [len(f) for f in fields] == [9] * 5, lines
+    assert [f[5] for f in fields] == [f"{host}{path}" for path in
+                                      [*LOGGED_TARGETS.values(), "/abs"]]
+    assert not [line for line in lines if "code=x" in line or "summary-code" in line
+                or "?" in line]
+
+
 def test_port_80_redirects_our_hosts_only(template_edge: TemplateEdge) -> None:
     # Port 80 sent any Host to https://that-host/: a redirect we wrote for names we do not
     # serve (to a refused handshake, or wherever a forged Host pointed). Ours move to https,
@@ -617,10 +655,12 @@ def test_the_cluster_edge_serves_only_our_hosts(tmp_path: Path) -> None:
     assert absolute[0] == 200
 
 
-def test_the_cluster_edge_logs_no_query_string(tmp_path: Path) -> None:
+def test_the_cluster_edge_logs_each_path_as_sent_without_its_query(tmp_path: Path) -> None:
     # Query strings carry short-lived codes (/svc-auth-return?code=): the cluster's edge
-    # logged $request_uri, the production template's only the path.
+    # logged $request_uri; now the path as sent, as the production template. The host is
+    # the one served and passed on, not a Host header the request line overrode.
     edge = free_port()
+    host = f"demo.apps.localhost:{edge}"
     tls = make_edge_tls(tmp_path / "tls", ["api.localhost", "127.0.0.1"], "apps.localhost")
     procs = Processes()
     with AiohttpServer(_echo_app([])) as origin:
@@ -628,17 +668,26 @@ def test_the_cluster_edge_logs_no_query_string(tmp_path: Path) -> None:
             start_nginx(procs, tmp_path / "nginx",
                         edge_conf(tmp_path / "nginx", [origin.port], edge, tls,
                                   edge_names(Settings())), edge)
+            for target in LOGGED_TARGETS:
+                status, _ = _tls_send(edge, "127.0.0.1", tls.ca,
+                                      f"GET {target} HTTP/1.1\r\nHost: {host}\r\n")
+                assert status == 200, target
             status, _ = _tls_send(edge, "127.0.0.1", tls.ca,
-                                  "GET /svc-auth-return?app=demo&code=summary-code-value "
-                                  f"HTTP/1.1\r\nHost: demo.apps.localhost:{edge}\r\n")
+                                  f"GET https://{host}/abs?code=x HTTP/1.1\r\n"
+                                  "Host: evil.example\r\n")
             assert status == 200
         finally:
             procs.stop_all()
-    log = (tmp_path / "nginx" / "access.log").read_text().splitlines()
-    assert len(log) == 1 and f" demo.apps.localhost:{edge}/svc-auth-return " in log[0]
-    assert "summary-code-value" not in log[0] and "?" not in log[0]
+    lines = (tmp_path / "nginx" / "access.log").read_text().splitlines()
+    # status method host+path upstream upstream-status time
+    fields = [line.split() for line in lines]
+    assert [len(f) for f in fields] == [6] * 5, lines
+    assert [f[2] for f in fields] == [f"{host}{path}" for path in
+                                      [*LOGGED_TARGETS.values(), "/abs"]]
+    assert not [line for line in lines if "code=x" in line or "summary-code" in line
+                or "?" in line]
     # the fields bench/topology_figures.py and tests/deploy/kit.py read stay where they were
-    assert log[0].split()[3] == f"127.0.0.1:{origin.port}"
+    assert {f[3] for f in fields} == {f"127.0.0.1:{origin.port}"}
 
 
 def test_postgresql_takes_every_pool_at_its_fullest(services: dict[str, dict[str, Any]]) -> None:
