@@ -118,7 +118,10 @@ _RESERVE = Compiled(
     .where(Authorization.id == bindparam("authorization_id"),
            Authorization.status == AuthorizationStatus.ACTIVE,
            Authorization.deadline > bindparam("now"),
-           Authorization.spent_atomic + bindparam("amount") <= Authorization.value_atomic)
+           # Not ``spent + amount <= value``: both may be up to 2**63 - 1, and their sum
+           # past BIGINT is an error on PostgreSQL (SQLite turns it into a float). ``value
+           # - amount`` stays in range, and the SET below runs only where it is covered.
+           Authorization.spent_atomic <= Authorization.value_atomic - bindparam("amount"))
     .values(spent_atomic=Authorization.spent_atomic + bindparam("amount"))
     .returning(Authorization.spent_atomic))
 
