@@ -19,8 +19,9 @@ from payments.chain.models import (
     TxStatus,
 )
 from payments.chain.params import in_process_params
-from payments.db import transaction
-from payments.ledger.authorizations import active_authorization
+from payments.db import transaction, utcnow
+from payments.errors import ApiError
+from payments.ledger.authorizations import active_authorization, authorize_permit
 from payments.ledger.models import (
     Authorization,
     AuthorizationStatus,
@@ -30,6 +31,7 @@ from payments.ledger.models import (
     SettlementStatus,
     WebhookEvent,
 )
+from payments.ledger.permits import LEDGER_DEADLINE_MAX, parse_permit
 from payments.ledger.views import event_payload
 from payments.models import App, Product
 from router.chain_params import chain_params
@@ -97,6 +99,31 @@ def test_a_permit_tampered_after_acceptance_is_refused_and_never_sent(any_world:
     assert _relayer_sends(world) == sends
     assert world.chain.charge_settled_logs(0, world.chain.block_number()) == []
     assert world.chain.allowance(user.address) == 0
+
+
+@pytest.mark.parametrize("deadline", [LEDGER_DEADLINE_MAX, 2**256 - 1])
+def test_a_permit_the_ledger_records_is_one_the_relayer_can_send(world: World,
+                                                                deadline: int) -> None:
+    """The relayer rebuilds a permit from the ledger's row, its deadline included. The
+    ledger stores the deadline as a time, which ends in the year 9999; a later one (wallets
+    often sign ``type(uint256).max``) was recorded as that time, so the rebuilt permit was
+    not the one signed: the budget was taken, charged against, and its relay refused as a
+    bad signature, failing every charge it took. Now the latest time the ledger keeps is
+    relayed, and anything later is refused before a budget exists."""
+    user = wallet(0)
+    world.faucet(user.address)
+    signed = world.sign_permit(user, 1_000_000, deadline=deadline)
+    if deadline > LEDGER_DEADLINE_MAX:
+        with pytest.raises(ApiError) as refused:
+            parse_permit(signed)
+        assert (refused.value.code, refused.value.status) == ("invalid_permit", 422)
+        return
+    with transaction(world.sessions) as session:
+        auth = authorize_permit(session, world.chain.params, parse_permit(signed), utcnow()).id
+    seq = world.charge(user)
+    world.settle()
+    assert world.authorization(auth).relay_status == RelayStatus.RELAYED
+    assert world.statuses()[seq] == SettlementStatus.SETTLED
 
 
 def _assert_abandoned(world: World, seq: int) -> None:
