@@ -36,6 +36,7 @@ from payments.models import App, Product, RiskMode
 
 CURSOR = "reconcile"
 LEDGER_LOOKBACK = timedelta(hours=1)  # re-check recent settlements each run
+_LOCK_CHUNK = 500  # charges locked per statement: well under SQLite's bound-parameter cap
 
 
 @dataclass
@@ -82,6 +83,7 @@ class Reconciler:
         report.logs = len(evidence.logs)
         now = self._clock()
         with transaction(self._sessions) as session:
+            _lock_charges(session, evidence.logs)
             for found in evidence.logs:
                 self._check_log(session, found, now, report)
             for tx_hash, logs in _by_tx(evidence.logs).items():
@@ -236,6 +238,20 @@ class Reconciler:
     def _save_cursor(session: Session, block: int, now: datetime) -> None:
         row = locked_cursor(session, CURSOR, now)
         row.block, row.updated_at = max(row.block, block), now
+
+
+def _lock_charges(session: Session, logs: Iterable[ChargeSettledLog]) -> None:
+    """Lock the logged charges, in seq order (as the settlement worker does), and read them
+    as they are now. Another process's worker may be applying the very batch these logs
+    came from: read unlocked, its charges look ``settling`` until it commits, and repairing
+    them after that settled each twice (a second ``payment.settled``). Locked, this waits
+    for that commit and sees them settled (PostgreSQL; SQLite's writers wait at BEGIN)."""
+    seqs = sorted({seq for seq in (int.from_bytes(lg.charge_id, "big") for lg in logs)
+                   if seq < 2**63})
+    for start in range(0, len(seqs), _LOCK_CHUNK):  # ascending chunks: still seq order
+        chunk = seqs[start:start + _LOCK_CHUNK]
+        session.scalars(select(Charge).where(Charge.seq.in_(chunk)).order_by(Charge.seq)
+                        .with_for_update().execution_options(populate_existing=True)).all()
 
 
 def _by_tx(logs: Iterable[ChargeSettledLog]) -> dict[str, list[ChargeSettledLog]]:

@@ -4,7 +4,7 @@ The user never needs ETH (spec 1 item 3): ``relayPermit`` is sent by our key. Th
 writes ``relay_status = pending`` (the outbox); this worker verifies the signature again
 off-chain, simulates, records the signed transaction before broadcasting it, and moves
 the row to ``relayed`` or ``failed`` (the decoded reason is kept on the transaction row).
-A revoke goes out only after its budget's own permit has been dealt with (nonce order).
+One owner's permits and revokes go out in nonce order, each after the earlier is mined.
 """
 
 from __future__ import annotations
@@ -88,9 +88,21 @@ class Relayer:
         """Relay what is pending; returns how many permits and revokes were finished."""
         try:
             done = self.resolve_open()
-            for kind in (TxKind.PERMIT, TxKind.REVOKE):
-                for job in self._pending(kind):
-                    done += self._relay(job)
+            # The token takes one owner's permits (budgets and revokes alike) in nonce order
+            # only, and a relay is simulated against the latest block. So an owner's relays
+            # go out by nonce, and none while an earlier one is still unmined: simulated
+            # before it, a later one reverts and its budget is failed for good (a renewal
+            # signed right after a revoke was, and the charges it took were abandoned).
+            waiting = self._owners_in_flight()
+            jobs = sorted([*self._pending(TxKind.PERMIT), *self._pending(TxKind.REVOKE)],
+                          key=lambda job: (job.owner, job.nonce))
+            for job in jobs:
+                if job.owner in waiting:
+                    continue
+                finished = self._relay(job)
+                if not finished:  # sent and not mined yet, or left to another relayer
+                    waiting.add(job.owner)
+                done += finished
         except Exception:
             self._chain.release_nonces()
             raise
@@ -155,6 +167,15 @@ class Relayer:
                     latest.tx_hash, replacement.tx_hash)
         with contextlib.suppress(ChainError):  # the next cycle resolves it either way
             self._chain.broadcast(replacement)
+
+    def _owners_in_flight(self) -> set[str]:
+        """Owners with a relay sent and not resolved yet (after :meth:`resolve_open`)."""
+        with self._sessions() as session:
+            return set(session.scalars(
+                select(Authorization.owner_wallet).distinct()
+                .join(ChainTransaction, ChainTransaction.authorization_id == Authorization.id)
+                .where(ChainTransaction.kind.in_((TxKind.PERMIT, TxKind.REVOKE)),
+                       ChainTransaction.status == TxStatus.PENDING)))
 
     def _pending(self, kind: TxKind) -> list[_Job]:
         in_flight = exists().where(and_(ChainTransaction.authorization_id == Authorization.id,

@@ -35,6 +35,21 @@ def active_authorization(session: Session, owner: str, spender: str) -> Authoriz
         Authorization.status == AuthorizationStatus.ACTIVE))
 
 
+def locked_active_authorization(session: Session, owner: str,
+                                spender: str) -> Authorization | None:
+    """The wallet's active budget, its row locked until commit, for a change of its status.
+
+    Unlocked, a revoke read budget A, waited for A's row behind a renewal (which supersedes
+    A with B, holding that lock), and then revoked A: B stayed active while the revoke's
+    ``Permit(value=0)`` went to the chain. Under the lock, PostgreSQL finds A superseded and
+    returns nothing (B is newer than the statement), so it looks once more and finds B."""
+    query = select(Authorization).where(
+        Authorization.owner_wallet == owner.lower(), Authorization.spender == spender.lower(),
+        Authorization.status == AuthorizationStatus.ACTIVE,
+    ).with_for_update().execution_options(populate_existing=True)
+    return session.scalar(query) or session.scalar(query)
+
+
 def recorded_nonce_limit(session: Session, owner: str) -> int:
     """One past every permit nonce the ledger recorded for ``owner``, budgets and revokes
     (the token's nonces are per owner, across spenders), except those whose relay failed:
@@ -118,7 +133,10 @@ _RESERVE = Compiled(
     .where(Authorization.id == bindparam("authorization_id"),
            Authorization.status == AuthorizationStatus.ACTIVE,
            Authorization.deadline > bindparam("now"),
-           Authorization.spent_atomic + bindparam("amount") <= Authorization.value_atomic)
+           # Not ``spent + amount <= value``: both may be up to 2**63 - 1, and their sum
+           # past BIGINT is an error on PostgreSQL (SQLite turns it into a float). ``value
+           # - amount`` stays in range, and the SET below runs only where it is covered.
+           Authorization.spent_atomic <= Authorization.value_atomic - bindparam("amount"))
     .values(spent_atomic=Authorization.spent_atomic + bindparam("amount"))
     .returning(Authorization.spent_atomic))
 

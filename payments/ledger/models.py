@@ -1,7 +1,7 @@
 """Ledger tables. Amounts are integers in USDC atomic units (6 decimals) everywhere.
 
 Single use and budget limits are enforced by the database itself: conditional UPDATEs
-(``... WHERE consumed_at IS NULL``, ``... WHERE spent + :amount <= value``) and unique
+(``... WHERE consumed_at IS NULL``, ``... WHERE spent <= value - :amount``) and unique
 keys, so they hold under any concurrency on SQLite and PostgreSQL alike.
 """
 

@@ -22,6 +22,8 @@ ADDRESS_RE = re.compile(r"^0x[0-9a-fA-F]{40}\Z")
 SIGNATURE_RE = re.compile(r"^0x[0-9a-fA-F]{130}\Z")
 UINT256_MAX = 2**256 - 1
 LEDGER_INT_MAX = 2**63 - 1
+# 9999-12-31T23:59:59Z: the latest deadline the ledger keeps exactly (it stores a time).
+LEDGER_DEADLINE_MAX = 253402300799
 SECP256K1_HALF_ORDER = 0xFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFEBAAEDCE6AF48A03BBFD25E8CD0364141 // 2
 
 PERMIT_TYPES = {
@@ -45,7 +47,7 @@ class Permit:
 
     @property
     def deadline_at(self) -> datetime:
-        return datetime.fromtimestamp(min(self.deadline, 253402300799), UTC)
+        return datetime.fromtimestamp(min(self.deadline, LEDGER_DEADLINE_MAX), UTC)
 
 
 def check_address(value: Any, name: str) -> str:
@@ -94,6 +96,13 @@ def parse_permit(body: Any) -> Permit:
                            "the largest the ledger records; sign a smaller budget.",
                            field=f"permit.{name}")
         numbers[name] = raw
+    if numbers["deadline"] > LEDGER_DEADLINE_MAX:
+        # Valid on chain, but the ledger keeps the deadline as a time, and the relayer
+        # rebuilds the permit from it: a later one would be recorded as another deadline,
+        # and the relay refused as a bad signature after charges were taken on it.
+        raise ApiError("invalid_permit", 422, "'permit.deadline' is after the year 9999, "
+                       f"later than the ledger records ({LEDGER_DEADLINE_MAX}); sign it with "
+                       "an earlier deadline.", field="permit.deadline")
     signature = body.get("signature")
     if not isinstance(signature, str) or not SIGNATURE_RE.match(signature):
         raise ApiError("invalid_permit", 422, "'permit.signature' must be a 65-byte hex "

@@ -20,8 +20,8 @@ from payments.errors import ApiError
 from payments.http import field_str, read_json, required_str
 from payments.ledger import codes
 from payments.ledger.authorizations import (
-    active_authorization,
     authorize_permit,
+    locked_active_authorization,
     remaining,
     revoke,
 )
@@ -344,7 +344,8 @@ class AuthorizationRoutes:
         now = self.s.clock()
 
         def work(session: Session) -> dict[str, Any]:
-            authorization = active_authorization(session, permit.owner, self.c.params.spender)
+            authorization = locked_active_authorization(session, permit.owner,
+                                                        self.c.params.spender)
             if authorization is None:
                 raise ApiError("no_active_budget", 404, "This wallet has no active budget.")
             if permit.nonce <= authorization.nonce:

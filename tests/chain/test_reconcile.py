@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from payments.chain.contracts import charge_id
 from payments.chain.in_process import RELAYER_KEY
 from payments.chain.models import ChainFinding, FindingKind
-from payments.chain.reconcile import Reconciler
+from payments.chain.reconcile import Reconciler, ReconcileReport
 from payments.chain.web3_chain import Web3Chain
 from payments.db import transaction
 from payments.ledger.models import (
@@ -162,3 +165,67 @@ def test_settled_by_another_transaction_than_recorded_is_reported(world: World) 
 
     assert sorted(report.findings) == [f"{FindingKind.MISSING_EVENT.value}:{seq}",
                                        f"{FindingKind.TX_MISMATCH.value}:{seq}"]
+
+
+def _wait_for_a_lock_wait(world: World) -> None:
+    """Until a transaction of ``world`` waits for a row lock (PostgreSQL), or a moment
+    (SQLite, whose writers wait at BEGIN and show it nowhere)."""
+    with world.sessions() as session:
+        if session.get_bind().dialect.name != "postgresql":
+            time.sleep(0.5)
+            return
+        for _ in range(200):
+            waiting = session.scalar(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"))
+            session.rollback()  # a fresh snapshot for the next look
+            if waiting:
+                return
+            time.sleep(0.05)
+    raise AssertionError("no transaction waited for a lock")
+
+
+def test_a_reconciler_racing_the_worker_settles_each_charge_once(any_world: World) -> None:
+    """Chain workers each run reconciliation (docs/chain.md, "Keys and processes"): one's
+    reconciler may find a batch's logs while another worker is applying that batch. It
+    read the charges ``settling`` and repaired them as drift after the worker had settled
+    them: a second ``payment.settled`` for the same charge, under another event id."""
+    world = any_world
+    user = wallet(0)
+    world.authorize(user)
+    world.relayer().run_once()
+    seqs = [world.charge(user), world.charge(user, product="sword")]
+    applying, go = threading.Event(), threading.Event()
+
+    def hold(point: str) -> None:
+        if point == "applying":  # inside the worker's apply transaction, rows locked
+            applying.set()
+            assert go.wait(30)
+
+    errors: list[BaseException] = []
+    reports: list[ReconcileReport] = []
+
+    def run(job: Callable[[], object]) -> None:
+        try:
+            result = job()
+            if isinstance(result, ReconcileReport):
+                reports.append(result)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    worker = threading.Thread(target=run, args=(world.worker(hold).run_once,))
+    worker.start()
+    assert applying.wait(30)
+    reconciler = threading.Thread(target=run,
+                                  args=(Reconciler(world.sessions, world.chain).run,))
+    reconciler.start()
+    _wait_for_a_lock_wait(world)
+    go.set()
+    for thread in (worker, reconciler):
+        thread.join(60)
+    assert errors == []
+
+    assert world.statuses() == dict.fromkeys(seqs, S.SETTLED)
+    assert world.events("payment.settled") == dict.fromkeys(seqs, 1)
+    assert world.events("payment.delivered") == dict.fromkeys(seqs, 1)
+    assert reports and reports[0].repaired == [] and reports[0].findings == []

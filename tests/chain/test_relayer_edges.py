@@ -19,8 +19,10 @@ from payments.chain.models import (
     TxStatus,
 )
 from payments.chain.params import in_process_params
-from payments.db import transaction
-from payments.ledger.authorizations import active_authorization
+from payments.chain.relayer import Relayer
+from payments.db import transaction, utcnow
+from payments.errors import ApiError
+from payments.ledger.authorizations import active_authorization, authorize_permit
 from payments.ledger.models import (
     Authorization,
     AuthorizationStatus,
@@ -30,6 +32,7 @@ from payments.ledger.models import (
     SettlementStatus,
     WebhookEvent,
 )
+from payments.ledger.permits import LEDGER_DEADLINE_MAX, parse_permit
 from payments.ledger.views import event_payload
 from payments.models import App, Product
 from router.chain_params import chain_params
@@ -99,6 +102,31 @@ def test_a_permit_tampered_after_acceptance_is_refused_and_never_sent(any_world:
     assert world.chain.allowance(user.address) == 0
 
 
+@pytest.mark.parametrize("deadline", [LEDGER_DEADLINE_MAX, 2**256 - 1])
+def test_a_permit_the_ledger_records_is_one_the_relayer_can_send(world: World,
+                                                                deadline: int) -> None:
+    """The relayer rebuilds a permit from the ledger's row, its deadline included. The
+    ledger stores the deadline as a time, which ends in the year 9999; a later one (wallets
+    often sign ``type(uint256).max``) was recorded as that time, so the rebuilt permit was
+    not the one signed: the budget was taken, charged against, and its relay refused as a
+    bad signature, failing every charge it took. Now the latest time the ledger keeps is
+    relayed, and anything later is refused before a budget exists."""
+    user = wallet(0)
+    world.faucet(user.address)
+    signed = world.sign_permit(user, 1_000_000, deadline=deadline)
+    if deadline > LEDGER_DEADLINE_MAX:
+        with pytest.raises(ApiError) as refused:
+            parse_permit(signed)
+        assert (refused.value.code, refused.value.status) == ("invalid_permit", 422)
+        return
+    with transaction(world.sessions) as session:
+        auth = authorize_permit(session, world.chain.params, parse_permit(signed), utcnow()).id
+    seq = world.charge(user)
+    world.settle()
+    assert world.authorization(auth).relay_status == RelayStatus.RELAYED
+    assert world.statuses()[seq] == SettlementStatus.SETTLED
+
+
 def _assert_abandoned(world: World, seq: int) -> None:
     with world.sessions() as session:
         retry = session.get(ChargeRetry, seq)
@@ -136,6 +164,58 @@ def test_a_refused_renewal_never_spends_the_earlier_budgets_allowance(any_world:
     _assert_abandoned(world, second)
     assert world.chain.allowance(user.address) == allowance  # nothing spent from it
     assert world.balance(recipient(0)) == paid
+
+
+# -- one owner's relays go in nonce order -------------------------------------------------
+
+
+def test_a_renewal_signed_after_a_revoke_is_relayed_after_it(any_world: World) -> None:
+    """Revoke (nonce 1), then a new budget (nonce 2), before the relayer's next cycle: the
+    token takes one owner's permits in nonce order only. The relayer sent every permit
+    before any revoke, so the new budget was simulated while the token still expected
+    nonce 1, reverted (ERC2612InvalidSigner), and was failed for good: revoked, and the
+    charges it had taken abandoned."""
+    world = any_world
+    user = wallet(0)
+    world.authorize(user)
+    world.relayer().run_once()
+    world.revoke(user, nonce=1)
+    renewal = world.authorize(user, 2_000_000, fund=False, nonce=2)
+    seq = world.charge(user)  # taken on the renewal, as the product route would
+
+    world.settle()
+
+    row = world.authorization(renewal)
+    assert (row.status, row.relay_status) == (AuthorizationStatus.ACTIVE, RelayStatus.RELAYED)
+    assert world.statuses()[seq] == SettlementStatus.SETTLED
+    assert world.chain.permit_nonce(user.address) == 3
+    assert world.chain.allowance(user.address) == 2_000_000 - 10_000
+
+
+def test_a_permit_waits_while_an_earlier_one_of_its_owner_is_in_flight(world: World) -> None:
+    """The earlier permit is sent but not mined yet (a slow block, a receipt wait that
+    ran out) when the owner renews: the renewal must wait for it, not be simulated against
+    a token that has not taken the earlier nonce yet and failed for good."""
+    user = wallet(0)
+    world.faucet(user.address)
+    first = world.authorize(user, fund=False, nonce=0)
+    quick = Relayer(world.sessions, world.chain, receipt_timeout=0.2)
+    world.evm.set_automine(False)
+    try:
+        assert quick.run_once() == 0  # sent, not mined
+        renewal = world.authorize(user, 2_000_000, fund=False, nonce=1)
+        quick.run_once()
+        assert world.authorization(renewal).relay_status == RelayStatus.PENDING
+        assert world.authorization(renewal).status == AuthorizationStatus.ACTIVE
+    finally:
+        world.evm.set_automine(True)
+    world.evm.mine()
+    world.relayer().run_once()
+    world.relayer().run_once()
+    assert world.authorization(first).relay_status == RelayStatus.RELAYED
+    row = world.authorization(renewal)
+    assert (row.status, row.relay_status) == (AuthorizationStatus.ACTIVE, RelayStatus.RELAYED)
+    assert world.chain.allowance(user.address) == 2_000_000
 
 
 # -- payment.simulated --------------------------------------------------------------------

@@ -293,6 +293,10 @@ def test_return_code_refuses_bad_input(world: PayWorld) -> None:
             user, 2**256 - 1)}), 422, "invalid_permit"),
         Case("permit nonce beyond the ledger", post_json(path, {**valid, "permit": sign_permit(
             user, 50_000, nonce=2**255)}), 422, "invalid_permit"),
+        # Valid on chain, but not kept exactly by the ledger: the relayer, which rebuilds
+        # the permit from the ledger's row, could never send it (test_relayer_edges.py).
+        Case("permit deadline beyond the ledger", post_json(path, {**valid, "permit": sign_permit(
+            user, 50_000, deadline=2**256 - 1)}), 422, "invalid_permit"),
         Case("neither permit nor proof", post_json(path, {"app": world.app.slug,
                                                           "returnUrl": good_return}), 422),
         Case("permit and proof", post_json(path, {**valid, "ownerProof": {}}), 422),
@@ -400,6 +404,9 @@ def test_summary_payment_code_and_revoke_refuse_bad_input(world: PayWorld) -> No
             "permit": sign_permit(user, 0, nonce=0)}), 409, "permit_nonce_stale"),
         Case("revoke with a nonce beyond the ledger", post_json(revoke, {
             "permit": sign_permit(user, 0, nonce=2**200)}), 422, "invalid_permit"),
+        Case("revoke with a deadline beyond the ledger", post_json(revoke, {
+            "permit": sign_permit(user, 0, nonce=1, deadline=2**256 - 1)}), 422,
+            "invalid_permit"),
         Case("revoke a wallet without budget", post_json(revoke, {
             "permit": sign_permit(wallet(3), 0, nonce=1)}), 404, "no_active_budget"),
     ]

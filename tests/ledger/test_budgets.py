@@ -25,6 +25,7 @@ from payments.ledger.models import (
 )
 from tests.ledger.flow import (
     PayWorld,
+    add_product,
     build_world,
     sign_owner_proof,
     sign_owner_proof_as,
@@ -162,6 +163,24 @@ def test_exhausted_and_expired_budgets(world: PayWorld) -> None:
                        402, "AUTHORIZATION_EXPIRED")
         assert body["budgetState"] == "budget_expired"
     assert count(world, Charge) == 1
+
+
+def test_an_amount_at_the_ledgers_limit_is_refused_not_overflowed(world: PayWorld) -> None:
+    """The largest price the ledger takes (2**63 - 1) against a budget already drawn on:
+    ``spent + amount`` is past BIGINT, which PostgreSQL refuses with an error (a 500) where
+    the budget check should just say the budget does not cover it."""
+    user = wallet(1)
+    add_product(world, {"slug": "whale", "name": "Whale", "priceAtomic": str(2**63 - 1)})
+    summary = world.authorize(user, 1_000_000)["code"]
+    with world.api() as api:
+        first = world.pay(api, user, "retry", world.payment_code(summary, "retry"), "k:1")
+        assert first.status_code == 201, first.text
+        body = refused(world.pay(api, user, "whale", world.payment_code(summary, "whale"),
+                                 "k:2"), 402, "INSUFFICIENT_BUDGET")
+    assert body["remaining"] == "990000"
+    assert count(world, Charge) == 1
+    with world.sessions() as session:
+        assert session.scalars(select(Authorization.spent_atomic)).one() == 10_000
 
 
 def test_settled_first_waits_for_settlement(world: PayWorld) -> None:

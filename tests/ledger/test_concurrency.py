@@ -3,14 +3,17 @@ PostgreSQL): the guarantees must come from the database, not from request orderi
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from payments.db import make_engine, make_sessionmaker
 from payments.ledger.models import (
     AccountConnection,
     AuthCode,
@@ -20,6 +23,7 @@ from payments.ledger.models import (
     Delivery,
     Order,
 )
+from tests.conftest import fresh_pg_database
 from tests.ledger.flow import (
     PayWorld,
     build_world,
@@ -30,7 +34,7 @@ from tests.ledger.flow import (
     wallet,
 )
 from tests.ledger.parallel import run_parallel
-from tests.support.router import RouterFactory
+from tests.support.router import RouterFactory, router_factory
 
 PRICE = 10_000  # the ``retry`` template
 
@@ -181,3 +185,77 @@ def test_an_owner_proof_posted_in_parallel_counts_once(world: PayWorld) -> None:
     with world.sessions() as session:
         # The permit's summary code and the one proof's.
         assert session.scalar(select(func.count()).select_from(AuthCode)) == 2
+
+
+@pytest.fixture
+def pg_world(pg_admin_url: str, pg_template: str) -> Iterator[PayWorld]:
+    """The paying world on PostgreSQL only: for races a test stages with row locks, which
+    SQLite does not have (its writers queue at BEGIN, in no order a test can set)."""
+    url = fresh_pg_database(pg_admin_url, pg_template)
+    engine = make_engine(url)
+    with router_factory(url)() as router:
+        yield build_world(router, make_sessionmaker(engine))
+    engine.dispose()
+
+
+def lock_waiters(world: PayWorld, at_least: int) -> None:
+    """Until ``at_least`` transactions wait for a row lock."""
+    with world.sessions() as session:
+        for _ in range(200):
+            waiting = session.scalar(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()")) or 0
+            session.rollback()  # a fresh snapshot for the next look
+            if waiting >= at_least:
+                return
+            time.sleep(0.05)
+    raise AssertionError(f"fewer than {at_least} transactions waited for a lock")
+
+
+def test_a_revoke_queued_behind_a_renewal_revokes_the_renewed_budget(
+        pg_world: PayWorld) -> None:
+    """The portal's renew and revoke, sent at once: the renewal supersedes budget A with B
+    while the revoke waits for A's row. The revoke had read A active before it waited, and
+    then revoked A, already superseded: it answered 'revoked' while B stayed active (and
+    spendable), and its Permit(value=0) would zero B's allowance on chain under it. Run
+    after the renewal, as its place in the queue says, it must revoke B."""
+    world = pg_world
+    user = wallet(1)
+    first = world.authorize(user, 10 * PRICE)["summary"]["authorizationId"]
+    portal = world.api(origin=world.portal)
+    results: dict[str, httpx.Response] = {}
+
+    def renew() -> None:
+        results["renew"] = portal.post("/api/authorizations/return-code", json={
+            "app": world.app.slug, "returnUrl": f"{world.portal}/{world.app.slug}",
+            "permit": sign_permit(user, 20 * PRICE, nonce=1)})
+
+    def revoke() -> None:
+        with world.api(origin=world.portal) as api:
+            results["revoke"] = api.post("/api/authorizations/revoke", json={
+                "permit": sign_permit(user, 0, nonce=2)})
+
+    with world.sessions() as holder:  # holds budget A's row while both requests queue
+        holder.execute(select(Authorization).where(Authorization.id == first)
+                       .with_for_update())
+        renewing = threading.Thread(target=renew)
+        renewing.start()
+        lock_waiters(world, 1)  # the renewal waits first...
+        revoking = threading.Thread(target=revoke)
+        revoking.start()
+        lock_waiters(world, 2)  # ...then the revoke
+        holder.rollback()
+    for thread in (renewing, revoking):
+        thread.join(60)
+    portal.close()
+
+    assert results["renew"].status_code == 200, results["renew"].text
+    renewed = results["renew"].json()["summary"]["authorizationId"]
+    assert results["revoke"].status_code == 200, results["revoke"].text
+    assert results["revoke"].json()["authorization"]["id"] == renewed
+    with world.sessions() as session:
+        rows = {a.id: a for a in session.scalars(select(Authorization))}
+    assert rows[first].status == AuthorizationStatus.SUPERSEDED
+    assert rows[first].revoke_relay_status is None
+    assert rows[renewed].status == AuthorizationStatus.REVOKED
+    assert rows[renewed].revoke_nonce == 2

@@ -230,8 +230,9 @@ def test_owner_proof_text_and_renewal(portal: Portal) -> None:
         renewed = c.post("/api/portal/budget", json={"permit": sign_permit(owner, 7_000_000, 1)})
         assert renewed.status_code == 200, renewed.text
         assert renewed.json()["budget"]["remaining"] == "7000000"
+        # Another deadline (in 2514; past 9999 is invalid_permit): another permit, same nonce.
         stale = c.post("/api/portal/budget", json={"permit": sign_permit(owner, 7_000_000, 1,
-                                                                          deadline=2**40)})
+                                                                          deadline=2**34)})
         assert (stale.status_code, stale.json()["code"]) == (409, "permit_nonce_stale")
         forged = sign_permit(owner, 9_000_000, 2)
         forged["value"] = "9000001"
