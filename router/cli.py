@@ -8,6 +8,7 @@ import logging
 import socket
 import sys
 from contextvars import ContextVar
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import uvicorn
@@ -76,12 +77,12 @@ def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
     )
 
 
-def create_app(settings: Settings) -> Service:
+def create_app(settings: Settings, dev_chain_state: Path | None = None) -> Service:
     """The service (router.app.create_app), imported here at the first call: only a process
     that serves builds it (see above). A module-level name, so a test can replace it."""
     from router.app import create_app as build
 
-    return build(settings)
+    return build(settings, dev_chain_state=dev_chain_state)
 
 
 def service_from_environment() -> Service:
@@ -192,7 +193,7 @@ async def run_dev(settings: Settings) -> None:
     from payments.db import make_engine, make_sessionmaker
     from router.dev import seed_demo
     from router.dev_backend import seed_demo_backend
-    from router.dev_chain_note import earlier_chain_note
+    from router.dev_chain import STATE_FILE
     from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
 
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
@@ -205,15 +206,16 @@ async def run_dev(settings: Settings) -> None:
     app_id = seed_demo(sessions, origin)
     backend = seed_demo_backend(sessions, settings, app_id, origin + WEBHOOK_PATH)
     catalogue = demo_catalogue(sessions, app_id)
-    chain_note = earlier_chain_note(sessions, settings.chain_backend)
     engine.dispose()
-    runtime = demo_runtime(settings, backend, origin, catalogue, dev_data_dir(settings))
+    data_dir = dev_data_dir(settings)
+    runtime = demo_runtime(settings, backend, origin, catalogue, data_dir)
     demo = uvicorn.Server(uvicorn.Config(runtime, log_level="warning", access_log=False,
                                          lifespan="on", log_config=uvicorn_log_config()))
-    main = uvicorn.Server(server_config(create_app(settings), settings))
+    # The in-process chain is kept beside the ledger and taken up again at the next start
+    # (router/dev_chain.py); the server says at start if it could not be.
+    service = create_app(settings, dev_chain_state=data_dir / STATE_FILE)
+    main = uvicorn.Server(server_config(service, settings))
     print_dev_urls(settings, origin)
-    if chain_note:
-        log.warning("%s", chain_note)
     quiet = QuietDemoServer()
     uvicorn_log = logging.getLogger("uvicorn.error")
     uvicorn_log.addFilter(quiet)
