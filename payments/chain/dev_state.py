@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from importlib.metadata import version
 from typing import Any
 
@@ -60,7 +61,10 @@ class KeptBackend(PyEVMBackend):  # type: ignore[misc]  # eth-tester ships no ty
     chain: Any  # py-evm's MiningChain of eth-tester's configuration
 
     def __init__(self, pairs: dict[bytes, bytes] | None = None) -> None:
-        super().__init__()  # a new genesis: the chain class, its VMs and the test accounts
+        # A new genesis (the chain class, its VMs, the test accounts), its extra data random:
+        # its hash names this chain and no other (eth-tester's differ only by the second).
+        super().__init__(genesis_parameters=PyEVMBackend.generate_genesis_params(
+            overrides={"extra_data": os.urandom(32)}))
         if pairs is None:
             pairs = dict(self.chain.chaindb.db.wrapped_db.kv_store)
         self.db = TrackedDB(pairs)
