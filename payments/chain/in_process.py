@@ -7,6 +7,9 @@ deploy`` do, so the addresses match :func:`payments.chain.params.in_process_para
 second account is the relayer. Relayers and allowlisted recipients are set by the owner
 transactions of ``svc-ops relayer add`` and ``svc-ops allowlist add``. The keys are
 eth-tester's published test keys, worthless anywhere else.
+
+:meth:`InProcessChain.start` makes a new chain; :meth:`InProcessChain.resume` takes up one
+that ``svc-server dev`` kept between runs (payments/chain/dev_state.py), deploying nothing.
 """
 
 from __future__ import annotations
