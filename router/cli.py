@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 import uvicorn
 
 from router import native
+from router.dev_lock import DataDirInUse, holding
 from router.heap import startup_collection_paused
 from router.processes import Supervisor
 from router.server_logs import (
@@ -189,6 +190,13 @@ async def run_dev(settings: Settings) -> None:
     in-server webhook and chain workers deliver ``payment.delivered`` and, once the batch
     settles on the in-process chain, ``payment.settled`` to the app."""
     check_port_free(settings.bind_host, settings.bind_port)
+    from router.dev_runtime import dev_data_dir
+
+    with holding(dev_data_dir(settings)):  # one svc-server dev per var/: its ledger, its chain
+        await _serve_dev(settings)
+
+
+async def _serve_dev(settings: Settings) -> None:
     from payments import migrate
     from payments.db import make_engine, make_sessionmaker
     from router.dev import seed_demo
@@ -266,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"svc-server: {exc}", file=sys.stderr)
         return 2
-    except PortInUse as exc:
+    except (PortInUse, DataDirInUse) as exc:
         print(f"svc-server: {exc}", file=sys.stderr)
         return 3  # as `serve` exits when uvicorn cannot bind
     except KeyboardInterrupt:

@@ -15,6 +15,7 @@ import pytest
 
 from router.cli import QuietDemoServer, serve_demo
 from tests.support.dev_server import SVC_SERVER, dev_env, dev_server
+from tests.support.services import free_port
 
 
 def test_dev_command_serves_seeded_demo(tmp_path: Path) -> None:
@@ -101,6 +102,25 @@ def test_a_port_in_use_is_one_line_naming_port(tmp_path: Path) -> None:
     assert "Traceback" not in done.stdout + done.stderr
     assert "Dev service on embedded defaults" not in done.stdout  # no URLs of another server
     assert not (tmp_path / "var" / "svc.db").exists()  # nothing migrated
+
+
+def test_a_second_dev_server_on_the_same_var_stops_at_once(tmp_path: Path) -> None:
+    """Two servers on one var/ would share the ledger but not the chain (each settling the
+    other's rows on its own chain) and both append to var/chain-state; the second stops
+    before it migrates, seeds or writes anything, as one on a taken port does."""
+    with dev_server(tmp_path) as first:
+        state = tmp_path / "var" / "chain-state"
+        before = state.read_bytes()
+        port = free_port()
+        done = subprocess.run([SVC_SERVER, "dev", "--port", str(port)], cwd=tmp_path,
+                              env=dev_env(), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 3, done
+        assert (f"another svc-server dev is running on {tmp_path / 'var'} (its ledger and "
+                "its chain); stop it first, or start this one in another directory"
+                ) in done.stderr
+        assert "Dev service on embedded defaults" not in done.stdout
+        assert state.read_bytes() == before
+        assert httpx.get(first.url + "/healthz", headers=first.host("api")).status_code == 200
 
 
 def test_a_restart_without_the_chain_state_file_says_what_the_ledger_lost(
