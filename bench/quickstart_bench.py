@@ -57,6 +57,7 @@ from typing import Any
 
 import httpx
 from eth_account import Account
+from eth_account.signers.local import LocalAccount
 
 BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[1]
@@ -409,7 +410,25 @@ def pay_from_runtime(http: httpx.Client, port: int, slug: str, product: str,
     the permit the portal serves, the portal's return-code call, the summary exchanged from
     the runtime's origin, the product route. Returns the delivery id and the wallet."""
     wallet = Account.create()
-    portal, api = (f"{name}.localhost:{port}" for name in ("portal", "api"))
+    budget = authorize_on_runtime(http, port, slug, wallet)
+    return pay_on_runtime(http, port, budget, product, user_id), wallet.address
+
+
+@dataclass(frozen=True)
+class RuntimeBudget:
+    """A budget a wallet signed for an app: its summary code pays again until it expires."""
+
+    slug: str
+    wallet: str
+    spender: str
+    summary_code: str
+
+
+def authorize_on_runtime(http: httpx.Client, port: int, slug: str,
+                         wallet: LocalAccount) -> RuntimeBudget:
+    """The wallet signs the permit the portal serves (``BUDGET_ATOMIC``), the portal's
+    return-code call: the budget's summary code, as the runtime gets it back."""
+    portal = f"portal.localhost:{port}"
     runtime_url = f"http://{slug}.apps.localhost:{port}"
     deadline = int(time.time()) + 86400
     permit = http.get("/api/portal/permit", headers={"host": portal}, params={
@@ -421,31 +440,40 @@ def pay_from_runtime(http: httpx.Client, port: int, slug: str, product: str,
     for name in ("value", "nonce", "deadline"):  # decimal strings on the wire
         message[name] = int(message[name])
     signed = Account.sign_typed_data(wallet.key, full_message=typed)
-
-    def post(path: str, origin: str, body: dict[str, Any],
-             extra: dict[str, str] | None = None) -> dict[str, Any]:
-        answer = http.post(path, headers={"host": api, "origin": origin, **(extra or {})},
-                           json=body)
-        if answer.status_code not in (200, 201):
-            raise StepFailed(f"{path}: {answer.status_code} {answer.text[:300]}")
-        result: dict[str, Any] = answer.json()
-        return result
-
-    summary = post("/api/authorizations/return-code", f"http://{portal}", {
+    summary = _post(http, port, "/api/authorizations/return-code", f"http://{portal}", {
         "app": slug, "returnUrl": f"{runtime_url}/svc-auth-return?app={slug}",
         "permit": {"owner": wallet.address, "value": str(BUDGET_ATOMIC),
                    "nonce": message["nonce"], "deadline": deadline,
                    "signature": "0x" + signed.signature.hex().removeprefix("0x")}})
-    key = f"quickstart:{product}:{wallet.address.lower()}"
-    exchanged = post("/api/authorizations/payment-code", runtime_url, {
-        "authorizationCode": summary["code"],
-        "paymentUrl": f"http://{api}/api/pay/{slug}/{product}",
+    return RuntimeBudget(slug, wallet.address, message["spender"], summary["code"])
+
+
+def pay_on_runtime(http: httpx.Client, port: int, budget: RuntimeBudget, product: str,
+                   user_id: str, key: str | None = None) -> str:
+    """The summary exchanged from the runtime's origin, the product route (idempotency
+    ``key``, by default one per product and wallet); returns the delivery id."""
+    slug = budget.slug
+    runtime_url = f"http://{slug}.apps.localhost:{port}"
+    key = key or f"quickstart:{product}:{budget.wallet.lower()}"
+    exchanged = _post(http, port, "/api/authorizations/payment-code", runtime_url, {
+        "authorizationCode": budget.summary_code,
+        "paymentUrl": f"http://api.localhost:{port}/api/pay/{slug}/{product}",
         "developerUserId": user_id, "idempotencyKey": key})
-    paid = post(f"/api/pay/{slug}/{product}", runtime_url, {
+    paid = _post(http, port, f"/api/pay/{slug}/{product}", runtime_url, {
         "authorizationCode": exchanged["authorization"]["authorizationCode"],
         "developerUserId": user_id, "idempotencyKey": key, "source": "quickstart"},
-        {"x-wallet-address": wallet.address, "x-svc-budget-spender": message["spender"]})
-    return find_delivery_id(paid), wallet.address
+        {"x-wallet-address": budget.wallet, "x-svc-budget-spender": budget.spender})
+    return find_delivery_id(paid)
+
+
+def _post(http: httpx.Client, port: int, path: str, origin: str, body: dict[str, Any],
+          extra: dict[str, str] | None = None) -> dict[str, Any]:
+    answer = http.post(path, headers={"host": f"api.localhost:{port}", "origin": origin,
+                                      **(extra or {})}, json=body)
+    if answer.status_code not in (200, 201):
+        raise StepFailed(f"{path}: {answer.status_code} {answer.text[:300]}")
+    result: dict[str, Any] = answer.json()
+    return result
 
 
 def find_secret(answer: Any, prefix: str) -> str:

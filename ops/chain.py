@@ -179,9 +179,10 @@ def _set_allowed(args: argparse.Namespace, settings: Settings,
 
 
 def _set_allowed_dev(args: argparse.Namespace, sessions: sessionmaker[Session]) -> int:
-    """Dev only: the in-process chain lives inside ``svc-server dev`` and starts empty each
-    run, mirroring what the ledger calls allowed (``mirror_to_dev_chain``, every cycle). So
-    the decision is written to the ledger, for the apps paying ``address``, and the server
+    """Dev only: the in-process chain lives inside ``svc-server dev`` (kept between runs in
+    ``var/chain-state``) and mirrors the ledger's allowlist decisions
+    (``mirror_to_dev_chain``: at start and every cycle, adding and removing). So the
+    decision is written to the ledger, for the apps paying ``address``, and the server
     sends the owner transaction on its next cycle. No owner key is involved: the dev chain's
     owner is the server's own test account."""
     who = operator_name(args)
@@ -197,7 +198,7 @@ def _set_allowed_dev(args: argparse.Namespace, sessions: sessionmaker[Session]) 
         decide.record_allowlist(session, who, utcnow(), address=address, add=add)
     print(f"{args.action} {address}: dev chain, recorded in the ledger for {who}; "
           f"{len(paying)} app(s) updated; the running svc-server dev applies it within a "
-          "cycle" + ("" if add else " (its chain forgets it at the next start)"))
+          "cycle (a stopped one, at its next start)")
     return 0
 
 

@@ -9,6 +9,7 @@ import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -170,7 +171,8 @@ async def open_resources(settings: Settings, resources: Resources) -> AsyncItera
                              else InMemoryRateLimiter())
         await bus.start()
         resources.http = make_session(settings, ssl_context=resources.origin_tls)
-        chain = await asyncio.to_thread(open_chain, settings, chain_params(settings), sessions)
+        chain = await asyncio.to_thread(open_chain, settings, chain_params(settings), sessions,
+                                        resources.dev_chain_state)
         resources.chain = chain.reads
         if chain.gateway is not None:  # only with chain workers: the one thing that signs
             resources.workers = start_workers(settings, sessions, chain.gateway)
@@ -338,12 +340,15 @@ def _docs_host(settings: Settings) -> Starlette:
 
 def create_app(settings: Settings, *, mailer: Mailer | None = None,
                developer_overrides: Mapping[str, Any] | None = None,
-               runtime_ssl_context: ssl.SSLContext | None = None) -> Service:
+               runtime_ssl_context: ssl.SSLContext | None = None,
+               dev_chain_state: Path | None = None) -> Service:
     """The service. ``developer_overrides`` replaces fields of :class:`DeveloperServices`
     (a clock, rate limits, a limiter) for tests that must not wait for real time;
     ``runtime_ssl_context`` decides whose certificates developer origins must present, to
-    the proxy and to runtime verification (default: the system's; tests pass their CA)."""
-    resources = Resources(origin_tls=runtime_ssl_context)
+    the proxy and to runtime verification (default: the system's; tests pass their CA);
+    ``dev_chain_state`` is where ``svc-server dev`` keeps its in-process chain between
+    runs (router/dev_chain.py; None: the chain lives as long as the process)."""
+    resources = Resources(origin_tls=runtime_ssl_context, dev_chain_state=dev_chain_state)
     developer = developer_services(settings, resources, mailer or make_mailer(settings))
     if developer_overrides:
         developer = replace(developer, **developer_overrides)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -37,13 +38,13 @@ class ServerChain:
         return None if self.gateway is None else self.gateway.relayer
 
 
-def open_chain(settings: Settings, params: ChainParams,
-               sessions: sessionmaker[Session]) -> ServerChain:
+def open_chain(settings: Settings, params: ChainParams, sessions: sessionmaker[Session],
+               dev_chain_state: Path | None = None) -> ServerChain:
     """The chain the settings choose; a JSON-RPC chain's allowlist is read into the ledger
-    at start (a read: with or without a key)."""
+    at start (a read: with or without a key). ``dev_chain_state``: the file ``svc-server
+    dev`` keeps its in-process chain in (router/dev_chain.py); no other server keeps one."""
     if settings.chain_backend == "in_process":
-        # A fresh EVM each start, allowlisting what the ledger calls allowed (dev seeds it).
-        chain = InProcessChain.start(allowed_recipients=sorted(ledger_allowed(sessions)))
+        chain = open_in_process(sessions, dev_chain_state)
         return ServerChain(chain, chain if settings.chain_workers else None)
     assert settings.chain_rpc_url is not None
     gateway: JsonRpcChain | None = None
@@ -64,6 +65,22 @@ def open_chain(settings: Settings, params: ChainParams,
     except ChainError as exc:  # the node may be down now; statusz and `svc-ops` tell
         log.warning("allowlist sync at start failed: %s", exc)
     return ServerChain(reads, gateway)
+
+
+def open_in_process(sessions: sessionmaker[Session],
+                    dev_chain_state: Path | None) -> InProcessChain:
+    if dev_chain_state is None:
+        # A fresh EVM each start, allowlisting what the ledger calls allowed (dev seeds it).
+        return InProcessChain.start(allowed_recipients=sorted(ledger_allowed(sessions)))
+    from router.dev_chain import open_dev_chain  # py-evm's storage: svc-server dev only
+
+    opened = open_dev_chain(sessions, dev_chain_state)
+    if opened.kept:
+        log.info("the in-process chain was taken up from %s (block %d)", dev_chain_state,
+                 opened.chain.block_number())
+    if opened.note:
+        log.warning("%s", opened.note)
+    return opened.chain
 
 
 def start_workers(settings: Settings, sessions: sessionmaker[Session],

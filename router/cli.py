@@ -8,11 +8,13 @@ import logging
 import socket
 import sys
 from contextvars import ContextVar
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import uvicorn
 
 from router import native
+from router.dev_lock import DataDirInUse, holding
 from router.heap import startup_collection_paused
 from router.processes import Supervisor
 from router.server_logs import (
@@ -76,12 +78,12 @@ def server_config(app: Any, settings: Settings, **extra: Any) -> uvicorn.Config:
     )
 
 
-def create_app(settings: Settings) -> Service:
+def create_app(settings: Settings, dev_chain_state: Path | None = None) -> Service:
     """The service (router.app.create_app), imported here at the first call: only a process
     that serves builds it (see above). A module-level name, so a test can replace it."""
     from router.app import create_app as build
 
-    return build(settings)
+    return build(settings, dev_chain_state=dev_chain_state)
 
 
 def service_from_environment() -> Service:
@@ -188,11 +190,18 @@ async def run_dev(settings: Settings) -> None:
     in-server webhook and chain workers deliver ``payment.delivered`` and, once the batch
     settles on the in-process chain, ``payment.settled`` to the app."""
     check_port_free(settings.bind_host, settings.bind_port)
+    from router.dev_runtime import dev_data_dir
+
+    with holding(dev_data_dir(settings)):  # one svc-server dev per var/: its ledger, its chain
+        await _serve_dev(settings)
+
+
+async def _serve_dev(settings: Settings) -> None:
     from payments import migrate
     from payments.db import make_engine, make_sessionmaker
     from router.dev import seed_demo
     from router.dev_backend import seed_demo_backend
-    from router.dev_chain_note import earlier_chain_note
+    from router.dev_chain import STATE_FILE
     from router.dev_runtime import WEBHOOK_PATH, demo_catalogue, demo_runtime, dev_data_dir
 
     engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
@@ -205,15 +214,16 @@ async def run_dev(settings: Settings) -> None:
     app_id = seed_demo(sessions, origin)
     backend = seed_demo_backend(sessions, settings, app_id, origin + WEBHOOK_PATH)
     catalogue = demo_catalogue(sessions, app_id)
-    chain_note = earlier_chain_note(sessions, settings.chain_backend)
     engine.dispose()
-    runtime = demo_runtime(settings, backend, origin, catalogue, dev_data_dir(settings))
+    data_dir = dev_data_dir(settings)
+    runtime = demo_runtime(settings, backend, origin, catalogue, data_dir)
     demo = uvicorn.Server(uvicorn.Config(runtime, log_level="warning", access_log=False,
                                          lifespan="on", log_config=uvicorn_log_config()))
-    main = uvicorn.Server(server_config(create_app(settings), settings))
+    # The in-process chain is kept beside the ledger and taken up again at the next start
+    # (router/dev_chain.py); the server says at start if it could not be.
+    service = create_app(settings, dev_chain_state=data_dir / STATE_FILE)
+    main = uvicorn.Server(server_config(service, settings))
     print_dev_urls(settings, origin)
-    if chain_note:
-        log.warning("%s", chain_note)
     quiet = QuietDemoServer()
     uvicorn_log = logging.getLogger("uvicorn.error")
     uvicorn_log.addFilter(quiet)
@@ -264,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"svc-server: {exc}", file=sys.stderr)
         return 2
-    except PortInUse as exc:
+    except (PortInUse, DataDirInUse) as exc:
         print(f"svc-server: {exc}", file=sys.stderr)
         return 3  # as `serve` exits when uvicorn cannot bind
     except KeyboardInterrupt:

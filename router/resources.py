@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import aiohttp
 import redis.asyncio as aioredis
@@ -41,6 +42,8 @@ class Resources:
     # None: the system trust store. Tests set their own CA.
     origin_tls: ssl.SSLContext | None = None
     webhooks: WebhookWorkers | None = None
+    # svc-server dev's file for its in-process chain (router/dev_chain.py); None elsewhere.
+    dev_chain_state: Path | None = None
     closers: list[object] = field(default_factory=list)
 
     def session_factory(self) -> sessionmaker[Session]:

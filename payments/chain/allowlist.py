@@ -66,19 +66,31 @@ def sync_new_recipients(sessions: sessionmaker[Session], chain: AllowlistReads) 
 
 def ledger_allowed(sessions: sessionmaker[Session]) -> set[str]:
     """The ``pay_to`` of every app the ledger has as allowlisted (checksummed)."""
+    return _ledger_pay_to(sessions, AllowlistStatus.ALLOWED)
+
+
+def _ledger_pay_to(sessions: sessionmaker[Session], status: AllowlistStatus) -> set[str]:
     with sessions() as session:
         rows = session.scalars(select(App.pay_to).where(
-            App.recipient_allowlist_status == AllowlistStatus.ALLOWED))
+            App.recipient_allowlist_status == status))
         return {to_checksum_address(a) for a in rows if a and is_hex_address(a)}
 
 
 def mirror_to_dev_chain(sessions: sessionmaker[Session], chain: InProcessChain) -> int:
-    """Dev only, the other direction: the in-process chain starts empty each run, so it
-    allowlists what the ledger (seeded by dev tooling) already calls allowed, by the
-    operator's owner transaction (``InProcessChain.set_allowed_recipient``)."""
-    added = 0
-    for address in sorted(ledger_allowed(sessions)):
+    """Dev only, the other direction: the ledger (seeded by dev tooling, and `svc-ops
+    allowlist add|remove` in dev) decides the dev chain's allowlist, applied by the
+    operator's owner transaction (``InProcessChain.set_allowed_recipient``): what it calls
+    allowed is added, and what it calls not allowed (and no app calls allowed) is removed,
+    which matters since ``svc-server dev`` keeps its chain between runs. Returns how many
+    addresses changed."""
+    allowed = ledger_allowed(sessions)
+    changed = 0
+    for address in sorted(allowed):
         if not chain.allowed_recipient(address):
             chain.set_allowed_recipient(address, True)
-            added += 1
-    return added
+            changed += 1
+    for address in sorted(_ledger_pay_to(sessions, AllowlistStatus.NOT_ALLOWED) - allowed):
+        if chain.allowed_recipient(address):
+            chain.set_allowed_recipient(address, False)
+            changed += 1
+    return changed

@@ -7,6 +7,9 @@ deploy`` do, so the addresses match :func:`payments.chain.params.in_process_para
 second account is the relayer. Relayers and allowlisted recipients are set by the owner
 transactions of ``svc-ops relayer add`` and ``svc-ops allowlist add``. The keys are
 eth-tester's published test keys, worthless anywhere else.
+
+:meth:`InProcessChain.start` makes a new chain; :meth:`InProcessChain.resume` takes up one
+that ``svc-server dev`` kept between runs (payments/chain/dev_state.py), deploying nothing.
 """
 
 from __future__ import annotations
@@ -27,11 +30,20 @@ from payments.chain.relayers import set_relayer
 from payments.chain.web3_chain import Web3Chain
 
 if TYPE_CHECKING:
-    from eth_tester import EthereumTester  # type: ignore[import-untyped]
+    from eth_tester import EthereumTester, PyEVMBackend  # type: ignore[import-untyped]
 
 DEPLOYER_KEY = (1).to_bytes(32, "big")  # eth-tester account 0, the contracts' owner
 RELAYER_KEY = (2).to_bytes(32, "big")  # eth-tester account 1
 _OWNER = "0x" + DEPLOYER_KEY.hex()
+
+
+def _web3(tester: EthereumTester) -> Web3:
+    w3 = Web3(EthereumTesterProvider(tester))
+    # eth-tester's middleware puts this account in a call without "from", asking
+    # eth_accounts three times to find it; named here, every contract read (the checks
+    # after each deploy, /statusz, the portal's) costs 40% less.
+    w3.eth.default_account = to_checksum_address(IN_PROCESS_DEPLOYER)
+    return w3
 
 
 class InProcessChain(Web3Chain):
@@ -49,17 +61,16 @@ class InProcessChain(Web3Chain):
             self._lock = lock  # one EVM, one lock: eth-tester is not thread-safe
 
     @classmethod
-    def start(cls, allowed_recipients: Iterable[str] = ()) -> InProcessChain:
+    def start(cls, allowed_recipients: Iterable[str] = (),
+              backend: PyEVMBackend | None = None) -> InProcessChain:
+        """A new chain (on ``backend``'s genesis, else eth-tester's own) with our contracts
+        deployed."""
         # eth-tester and py-evm here, not at the top: they cost a server that runs on a node
         # half a second of start (its processes import this module for isinstance checks).
         from eth_tester import EthereumTester, PyEVMBackend
 
-        tester = EthereumTester(PyEVMBackend())
-        w3 = Web3(EthereumTesterProvider(tester))
-        # eth-tester's middleware puts this account in a call without "from", asking
-        # eth_accounts three times to find it; named here, every contract read (the checks
-        # after each deploy, /statusz, the portal's) costs 40% less.
-        w3.eth.default_account = to_checksum_address(IN_PROCESS_DEPLOYER)
+        tester = EthereumTester(PyEVMBackend() if backend is None else backend)
+        w3 = _web3(tester)
         assert Account.from_key(DEPLOYER_KEY).address == IN_PROCESS_DEPLOYER
         deployed = deploy_local(w3, _OWNER, [Account.from_key(RELAYER_KEY).address])
         chain = cls(w3, tester)
@@ -67,6 +78,20 @@ class InProcessChain(Web3Chain):
             raise ChainError("the in-process contracts did not land on their known addresses")
         for recipient in allowed_recipients:
             chain.set_allowed_recipient(recipient, True)
+        return chain
+
+    @classmethod
+    def resume(cls, backend: PyEVMBackend) -> InProcessChain:
+        """The chain ``backend`` already holds (``svc-server dev``'s kept chain,
+        payments/chain/dev_state.py): nothing deployed, the contracts checked to be there."""
+        from eth_tester import EthereumTester
+
+        tester = EthereumTester(backend)
+        chain = cls(_web3(tester), tester)
+        for name, address in (("TestUSDC", chain.params.token),
+                              ("BudgetSpenderV2", chain.params.spender)):
+            if not chain.code_size(address):
+                raise ChainError(f"the chain has no {name} at {address}")
         return chain
 
     def with_relayer(self, key: bytes) -> InProcessChain:

@@ -105,7 +105,9 @@ class ChainFinding(Base):
 
 class ChainCursor(Base):
     """How far a job has gone: a log-scanning one's last finished block, or, for one that
-    walks rows (the budget drift check), the last row it finished (``block`` unused, 0)."""
+    walks rows (the budget drift check), the last row it finished (``block`` unused, 0).
+    In dev, the ``dev_chain`` row names the chain the ledger's rows are on (router/dev_chain.py:
+    ``position`` its genesis hash, ``block`` the last ``chain_transactions`` id before it)."""
 
     __tablename__ = "chain_cursors"
     name: Mapped[str] = mapped_column(String(40), primary_key=True)

@@ -15,6 +15,7 @@ import pytest
 
 from router.cli import QuietDemoServer, serve_demo
 from tests.support.dev_server import SVC_SERVER, dev_env, dev_server
+from tests.support.services import free_port
 
 
 def test_dev_command_serves_seeded_demo(tmp_path: Path) -> None:
@@ -103,19 +104,46 @@ def test_a_port_in_use_is_one_line_naming_port(tmp_path: Path) -> None:
     assert not (tmp_path / "var" / "svc.db").exists()  # nothing migrated
 
 
-def test_a_restart_says_the_ledger_outlived_the_in_process_chain(tmp_path: Path) -> None:
-    """var/svc.db is kept between runs, the in-process chain is not: a budget relayed in
-    an earlier run is in the ledger but not on the new chain, so its charges fail to
-    settle. The first run has nothing to say; a later one says so, and what to do."""
+def test_a_second_dev_server_on_the_same_var_stops_at_once(tmp_path: Path) -> None:
+    """Two servers on one var/ would share the ledger but not the chain (each settling the
+    other's rows on its own chain) and both append to var/chain-state; the second stops
+    before it migrates, seeds or writes anything, as one on a taken port does."""
+    with dev_server(tmp_path) as first:
+        state = tmp_path / "var" / "chain-state"
+        before = state.read_bytes()
+        port = free_port()
+        done = subprocess.run([SVC_SERVER, "dev", "--port", str(port)], cwd=tmp_path,
+                              env=dev_env(), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 3, done
+        assert (f"another svc-server dev is running on {tmp_path / 'var'} (its ledger and "
+                "its chain); stop it first, or start this one in another directory"
+                ) in done.stderr
+        assert "Dev service on embedded defaults" not in done.stdout
+        assert state.read_bytes() == before
+        assert httpx.get(first.url + "/healthz", headers=first.host("api")).status_code == 200
+
+
+def test_a_restart_without_the_chain_state_file_says_what_the_ledger_lost(
+        tmp_path: Path) -> None:
+    """var/svc.db is kept between runs, and so is the in-process chain, in var/chain-state
+    (router/dev_chain.py). Without the file (a var/ from before the chain was kept, or the
+    file deleted) a new chain starts, and budgets relayed in an earlier run are in the
+    ledger but not on it, so their charges fail to settle. The first run has nothing to
+    say; a later one says why, and what to do."""
     with dev_server(tmp_path) as first:
         pass
-    assert "from an earlier run" not in first.output()
+    assert "not taken up" not in first.output()
+    state = tmp_path / "var" / "chain-state"
+    assert state.exists()
+    state.unlink()
     with sqlite3.connect(tmp_path / "var" / "svc.db") as db:  # what a settlement leaves
         db.execute("INSERT INTO chain_transactions (kind, status, tx_hash, created_at) "
                    "VALUES ('charge_batch', 'confirmed', ?, '2026-11-28 00:00:00')",
                    ("0x" + "ab" * 32,))
     with dev_server(tmp_path) as again:
-        again.wait_for(re.compile(r"from an earlier run"))
+        again.wait_for(re.compile(r"not taken up"))
     said = again.output()
-    assert "0 active budget(s) and 1 mined chain transaction(s)" in said
-    assert "delete var/" in said
+    assert ("0 active budget(s) and 1 mined chain transaction(s) of an earlier in-process "
+            f"chain, which was not taken up: there is no {state}") in said
+    assert f"delete {tmp_path / 'var'} " in said
+    assert state.exists()  # the new chain, kept from now on
