@@ -81,6 +81,10 @@ def _main(argv: list[str] | None) -> int:
     given = sys.argv[1:] if argv is None else argv
     command = COMMANDS.get(command_named(given) or "")
     args = build_parser([command.module] if command else []).parse_args(given)
+    # What argparse cannot state of a command (ops/ownership.py: --to, an address or
+    # --cancel), with that command's usage line: a usage error, before any setting is read.
+    if (check_usage := getattr(args, "check_usage", None)) is not None:
+        check_usage(args)
     # Only now the database, the settings and the command's own imports.
     from ops.dispatch import dispatch
 

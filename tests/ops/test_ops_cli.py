@@ -1,7 +1,7 @@
 """``svc-ops``'s command line (ops/cli.py): a command's module is imported only when that
 command is given, so ``--help``, a mistyped command and a database command start without
-web3, eth-abi, Redis or the chain's modules; and the help lines it lists without them are
-the modules' own."""
+web3, eth-abi, Redis or the chain's modules; the help lines it lists without them are the
+modules' own; and a usage error argparse cannot state is still one (exit 2)."""
 
 from __future__ import annotations
 
@@ -98,3 +98,21 @@ def test_the_help_lines_are_the_modules_own() -> None:
 def test_the_command_is_the_first_argument_not_an_option(argv: list[str],
                                                           command: str | None) -> None:
     assert command_named(argv) == command
+
+
+def test_transfer_ownership_without_a_target_says_what_to_give(tmp_path: Path) -> None:
+    """Neither --to, an address nor --cancel: a usage error of that command, before any
+    setting is read (here none are), not argparse's "one of the arguments --to NEW_OWNER
+    --cancel is required", which reads as one option."""
+    for extra in ([], ["--one-step", "--yes"]):
+        done, _ = svc_ops("contract", "transfer-ownership", *extra, cwd=tmp_path,
+                          SVCSRV_MODE="production")
+        assert done.returncode == 2
+        assert done.stderr.startswith("usage: svc-ops contract transfer-ownership [-h]")
+        assert done.stderr.endswith(
+            "\nsvc-ops contract transfer-ownership: error: say whom to hand the spender to: "
+            "--to ADDRESS (or the address alone), or --cancel to clear the pending owner\n")
+    done, _ = svc_ops("contract", "transfer-ownership", "--to", "0x1", "--cancel",
+                      cwd=tmp_path)
+    assert done.returncode == 2 and "argument --cancel: not allowed with argument --to" in (
+        done.stderr)
