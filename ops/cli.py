@@ -1,51 +1,71 @@
-"""``svc-ops``: operator commands: database migrations, the chain (``ops.chain``, its relayers
-``ops.relayers``, the contract's deploy ``ops.contract`` and its handover ``ops.ownership``),
-runtime domains and the kill switch (``ops.runtime``), reviews (hosted app, pay_to, portal
-listing) and the audit log (``ops.review``), the webhook dispatcher (``ops.webhooks``).
+"""``svc-ops``: operator commands: database migrations (``ops.schema``), the chain
+(``ops.chain``, its relayers ``ops.relayers``, the contract's deploy ``ops.contract`` and its
+handover ``ops.ownership``), runtime domains and the kill switch (``ops.runtime``), reviews
+(hosted app, pay_to, portal listing) and the audit log (``ops.review``), the webhook
+dispatcher (``ops.webhooks``).
 
-Settings are checked for what the commands use, not for what a server needs
-(``load_settings(role="operator")``): ``svc-ops migrate`` runs with ``SVCSRV_DATABASE_URL``
-alone, also in production. Every command uses the database, so production refuses an
-unset ``SVCSRV_DATABASE_URL`` (it would be a new SQLite file in the working directory) and
-dev says on stderr which SQLite file it uses. Log lines go to stderr (ops/logs.py):
-warnings and up, and INFO with ``--verbose`` (before or after the command). Exit codes:
-ops/exits.py.
+This module is the command line; ops/dispatch.py runs a parsed command (settings, logging,
+the database, the exit code of an error). A command's module is imported only when that
+command is the one given (:data:`COMMANDS`): between them they import SQLAlchemy's models,
+alembic, Redis, eth-abi and the DNS resolver, most of a second of CPU, which ``svc-ops
+--help`` or a mistyped command has no use for (bench/startup_bench.py). Log lines go to
+stderr (ops/logs.py): warnings and up, and INFO with ``--verbose`` (before or after the
+command). Exit codes: ops/exits.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from pathlib import Path
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, NamedTuple, Protocol, cast
 
-from ops import chain, contract, relayers, review, runtime, schema, webhooks
-from ops.exits import Exit
-from ops.logs import stderr_logging
-from ops.owner_tx import OpsError
-from payments.chain.gateway import ChainError
-from payments.db import make_engine, make_sessionmaker
-from payments.errors import ApiError
-from router.settings import (
-    DEV_DATABASE_URL,
-    ENV_PREFIX,
-    Settings,
-    SettingsError,
-    load_settings,
-)
-from router.settings_checks import require_secret_key
 from svc.pipes import finished
 
 VERBOSE_HELP = "log at INFO on stderr (default: warnings and errors)"
-SCHEMA_COMMANDS = ("migrate", "downgrade", "db-revision")
+
+
+class Command(NamedTuple):
+    module: str  # whose add_parsers() adds the command's parser and whose run() runs it
+    help: str  # the command's line in `svc-ops --help`; the same as its module gives
+
+
+# Every command, in `svc-ops --help`'s order; a module's commands are next to each other.
+# The help lines repeat the modules' own, so that --help lists them without importing the
+# modules; tests/ops/test_ops_cli.py fails when the two differ.
+COMMANDS: dict[str, Command] = {
+    "migrate": Command("ops.schema", "upgrade the database schema"),
+    "downgrade": Command("ops.schema", "downgrade the database schema"),
+    "db-revision": Command("ops.schema", "print the current and latest schema revisions"),
+    "allowlist": Command("ops.chain", "the spender's recipient allowlist"),
+    "chain": Command("ops.chain", "relayer, settlement and reconciliation"),
+    "relayer": Command("ops.relayers", "the spender's relayers (keys that relay permits and "
+                       "settle charges)"),
+    "contract": Command("ops.contract", "the BudgetSpenderV2 contract"),
+    "domain": Command("ops.runtime", "runtime domain requests (<slug>.{apps_domain})"),
+    "kill-switch": Command("ops.runtime", "stop (or resume) serving and charging an app"),
+    "review": Command("ops.review", "the hosted-app review queue (spec 1.2 rule 4)"),
+    "pay-to": Command("ops.review", "pay_to review (testing -> approved)"),
+    "listing": Command("ops.review", "portal listing review (pending_review -> listed)"),
+    "actions": Command("ops.review", "the operator audit log, newest first"),
+    "notifications": Command("ops.review", "internal operator notifications"),
+    "webhooks": Command("ops.webhooks", "the webhook dispatcher and its outbox"),
+}
+
+
+class Parsers(Protocol):
+    """What a command module gives the command line."""
+
+    def add_parsers(self, sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
 
 
 class CommandParser(argparse.ArgumentParser):
     """Every command's parser (and its subcommands', which argparse makes of the same
     class): each takes ``--verbose``, so it goes before or after the command, as in ``svc``
     (svc/cli.py gives each command a parent for it; here the class does, so no command of
-    the seven modules that add them can miss it). SUPPRESS: a default of the command's
-    would overwrite the True of a ``--verbose`` before it."""
+    the modules that add them can miss it). SUPPRESS: a default of the command's would
+    overwrite the True of a ``--verbose`` before it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -58,83 +78,47 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    command = COMMANDS.get(command_named(given) or "")
+    args = build_parser([command.module] if command else []).parse_args(given)
+    # What argparse cannot state of a command (ops/ownership.py: --to, an address or
+    # --cancel), with that command's usage line: a usage error, before any setting is read.
+    if (check_usage := getattr(args, "check_usage", None)) is not None:
+        check_usage(args)
+    # Only now the database, the settings and the command's own imports.
+    from ops.dispatch import dispatch
+
+    return dispatch(args, COMMANDS[args.command].module)
+
+
+def command_named(argv: Sequence[str]) -> str | None:
+    """The command argparse will take: the first argument that is not an option
+    (``svc-ops``'s own options take no value), or the one after ``--``."""
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            return argv[index + 1] if index + 1 < len(argv) else None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(modules: Collection[str]) -> argparse.ArgumentParser:
+    """``svc-ops``'s parser, with the full parsers of the commands of ``modules`` (imported)
+    and, for every other command, a stand-in with its help line: it lists the command in
+    --help and among the choices, and is never parsed with, since its command is not the
+    one given."""
     parser = argparse.ArgumentParser(prog="svc-ops")
     parser.add_argument("--verbose", action="store_true", help=VERBOSE_HELP)
     sub: argparse._SubParsersAction[argparse.ArgumentParser] = parser.add_subparsers(
         dest="command", required=True, parser_class=CommandParser)
-    up = sub.add_parser("migrate", help="upgrade the database schema")
-    up.add_argument("--revision", default="head")
-    down = sub.add_parser("downgrade", help="downgrade the database schema")
-    down.add_argument("revision")
-    sub.add_parser("db-revision", help="print the current and latest schema revisions")
-    chain.add_parsers(sub)
-    relayers.add_parsers(sub)
-    contract.add_parsers(sub)
-    runtime.add_parsers(sub)
-    review.add_parsers(sub)
-    webhooks.add_parsers(sub)
-    args = parser.parse_args(argv)
-    try:
-        settings = load_settings(role="operator")
-        check_command(args, settings)
-    except SettingsError as exc:
-        print(f"svc-ops: {exc}", file=sys.stderr)
-        return Exit.REFUSED
-    if settings.database_url == DEV_DATABASE_URL:
-        print(dev_database_warning(), file=sys.stderr, flush=True)
-    with stderr_logging(settings, verbose=args.verbose):
-        return int(run(args, settings))
-
-
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    engine = make_engine(settings.database_url, pool_size=settings.db_pool_size,
-                         max_overflow=settings.db_max_overflow)
-    try:
-        if args.command not in SCHEMA_COMMANDS:
-            # Every other command reads or writes the ledger, on the schema the servers
-            # would (at or ahead of this code's): before `svc-ops migrate` one says so,
-            # rather than failing at its first query with the database's traceback.
-            action = getattr(args, "action", None)
-            schema.require_usable(engine, f"{args.command} {action}" if action
-                                  else args.command)
-        if args.command in ("allowlist", "chain"):
-            return chain.run(args, settings, make_sessionmaker(engine))
-        if args.command == "relayer":
-            return relayers.run(args, settings, make_sessionmaker(engine))
-        if args.command == "contract":
-            return contract.run(args, settings, make_sessionmaker(engine))
-        if args.command in ("domain", "kill-switch"):
-            return runtime.run(args, settings, make_sessionmaker(engine))
-        if args.command == "webhooks":
-            return webhooks.run(args, settings, make_sessionmaker(engine))
-        if args.command in ("review", "pay-to", "listing", "actions", "notifications"):
-            return review.run(args, settings, make_sessionmaker(engine))
-        return schema.run(args, engine)  # SCHEMA_COMMANDS
-    except (OpsError, schema.SchemaRefused) as exc:
-        print(f"svc-ops: {exc}", file=sys.stderr)
-        return Exit.REFUSED
-    except ApiError as exc:  # an operator decision the state does not allow
-        print(f"svc-ops: {exc.message}", file=sys.stderr)
-        return Exit.NOT_DONE
-    except ChainError as exc:  # decoded reverts and node failures; never a key
-        print(f"svc-ops: chain: {exc}", file=sys.stderr)
-        return Exit.NOT_DONE
-    finally:
-        engine.dispose()
-
-
-def check_command(args: argparse.Namespace, settings: Settings) -> None:
-    """What one command needs beyond well-formed settings. The chain commands check their
-    own (``ops.chain.connect``); the rest need only the database."""
-    if args.command == "webhooks" and args.action == "run":
-        require_secret_key(settings)  # it opens the sealed signing secrets
-
-
-def dev_database_warning() -> str:
-    path = Path(DEV_DATABASE_URL.removeprefix("sqlite:///")).resolve()
-    return (f"svc-ops: warning: {ENV_PREFIX}DATABASE_URL is unset (or the dev default "
-            f"{DEV_DATABASE_URL}): using the SQLite database {path}, created if missing. "
-            f"Set {ENV_PREFIX}DATABASE_URL to the servers' database.")
+    added: set[str] = set()
+    for name, command in COMMANDS.items():
+        if command.module not in modules:
+            sub.add_parser(name, help=command.help)
+        elif command.module not in added:  # all of the module's commands, at its first
+            cast(Parsers, importlib.import_module(command.module)).add_parsers(sub)
+            added.add(command.module)
+    return parser
 
 
 if __name__ == "__main__":

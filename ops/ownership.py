@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from functools import partial
 from typing import TYPE_CHECKING
 
 from sqlalchemy.orm import Session, sessionmaker
@@ -54,7 +55,9 @@ def add_parsers(contract_sub: argparse._SubParsersAction[argparse.ArgumentParser
                "deployed as plain Ownable (no pendingOwner()) is refused (exit 2) unless "
                "--one-step: the new owner is then the owner at once, irreversibly, and "
                "without --yes the command only says what it would do (exit 2).")
-    target = transfer.add_mutually_exclusive_group(required=True)
+    # Not required=True: argparse would say "one of the arguments --to NEW_OWNER --cancel is
+    # required", which reads as one option; _require_target says what to give.
+    target = transfer.add_mutually_exclusive_group()
     target.add_argument("--to", metavar="ADDRESS", help="the new owner's address")
     target.add_argument("new_owner", nargs="?", metavar="NEW_OWNER",
                         help="the same as --to ADDRESS")
@@ -67,10 +70,19 @@ def add_parsers(contract_sub: argparse._SubParsersAction[argparse.ArgumentParser
     transfer.add_argument("--yes", action="store_true",
                           help="with --one-step: send it (without: print what it would do, "
                                "send nothing); not needed otherwise")
+    transfer.set_defaults(check_usage=partial(_require_target, transfer))
     contract_sub.add_parser(
         "accept-ownership", parents=[operator_option(), owner_options("new owner")],
         help="accept the pending handover: the new owner's transaction, signed by its key "
              "(checked to be pendingOwner() first)")
+
+
+def _require_target(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A usage error (exit 2, before any setting is read) unless the command names the new
+    owner or cancels: ops/cli.py calls it once the arguments are parsed."""
+    if args.to is None and args.new_owner is None and not args.cancel:
+        parser.error("say whom to hand the spender to: --to ADDRESS (or the address alone), "
+                     "or --cancel to clear the pending owner")
 
 
 def run(args: argparse.Namespace, settings: Settings, sessions: sessionmaker[Session]) -> int:

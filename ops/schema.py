@@ -16,9 +16,19 @@ from sqlalchemy import Engine
 
 from payments import migrate
 
+COMMANDS = ("migrate", "downgrade", "db-revision")
+
 
 class SchemaRefused(Exception):
     """The schema is not one this command may work on; printed without a traceback."""
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    up = sub.add_parser("migrate", help="upgrade the database schema")
+    up.add_argument("--revision", default="head")
+    down = sub.add_parser("downgrade", help="downgrade the database schema")
+    down.add_argument("revision")
+    sub.add_parser("db-revision", help="print the current and latest schema revisions")
 
 
 def run(args: argparse.Namespace, engine: Engine) -> int:

@@ -56,9 +56,11 @@ class Sent:
     app: str | None = None  # the app it is about, when the path or body names it
     idempotency_key: str | None = None  # a rerun under it makes no second one
     refused: bool = field(default=False)  # answered 4xx: the service changed nothing
+    note: str | None = None  # what its command adds if the run is interrupted (noting)
 
 
 _sent: ContextVar[list[Sent] | None] = ContextVar("svc_sent", default=None)
+_note: ContextVar[str | None] = ContextVar("svc_sent_note", default=None)
 
 
 @contextmanager
@@ -71,6 +73,18 @@ def recording() -> Iterator[list[Sent]]:
         yield sent
     finally:
         _sent.reset(token)
+
+
+@contextmanager
+def noting(note: str) -> Iterator[None]:
+    """What an interruption says, beyond "may have made that change", of a request sent
+    inside the block: what that change would mean (``svc webhook rotate``: a new secret
+    nobody received)."""
+    token = _note.set(note)
+    try:
+        yield
+    finally:
+        _note.reset(token)
 
 
 def interrupted(sent: list[Sent]) -> CliError:
@@ -88,6 +102,8 @@ def interrupted(sent: list[Sent]) -> CliError:
         lines.append(f"It carried the idempotency key {last.idempotency_key}: run the "
                      f"command again with --idempotency {shlex.quote(last.idempotency_key)} "
                      "to learn what was made without making a second one.")
+    if last.note:
+        lines.append(last.note)
     if check:
         lines.append(f"Check with `{check}` before running the command again.")
     else:
@@ -111,7 +127,7 @@ def _begin(request: httpx.Request) -> Sent | None:
     body = _json(request)
     key = body.get("idempotencyKey") or request.headers.get("idempotency-key")
     record = Sent(request.method, path, _app_of(path, body),
-                  key if isinstance(key, str) else None)
+                  key if isinstance(key, str) else None, note=_note.get())
     sent.append(record)
     return record
 

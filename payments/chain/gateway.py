@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from payments.chain.contracts import RevertInfo
-from payments.chain.params import ChainParams
+# Annotations only: eth-abi and eth-utils take a tenth of a second to import, and every
+# `svc-ops` command imports this module for ChainError (ops/dispatch.py).
+if TYPE_CHECKING:
+    from payments.chain.contracts import RevertInfo
+    from payments.chain.params import ChainParams
 
 # The widest block range asked of eth_getLogs at once: providers refuse wider ones (their
 # caps vary, hence SVCSRV_CHAIN_LOG_BLOCKS).

@@ -20,7 +20,9 @@ from svc.client import ApiFailure, DeveloperClient
 from svc.commands.target import app_option, app_path, client_for_app, segment
 from svc.errors import ExitCode, usage
 from svc.output import Output
+from svc.product_batch import apply_at_once, as_config, kept_warnings
 from svc.product_plan import Change, change_lines, load_products, normalized, plan
+from svc.product_steps import StoppedMidway, apply_one_by_one, check_before_sending
 from svc.project import read_project
 
 
@@ -89,31 +91,55 @@ def upsert_products(args: argparse.Namespace, out: Output) -> int:
     else:
         wanted = load_products(_products_file(args))
     client, slug = client_for_app(args)
-    applied: list[Change] = []
-    warnings: list[dict[str, str]] = []
+    revision: dict[str, Any] | None = None
     with client, _price_flags_named(args, from_flags=bool(args.product)):
-        changes = plan(wanted, _products(client, slug))
+        current = _products(client, slug)
+        changes = plan(wanted, current)
         if args.product:  # one product named: the others are not this command's business
             changes = [c for c in changes if c.kind != "-"]
-        for change in changes:
-            if change.kind == "+":
-                client.call("POST", app_path(slug, "products"), change.product)
-            elif change.kind == "~":
-                body = {name: wanted_value for name, (_, wanted_value) in change.fields.items()}
-                warnings += client.call(
-                    "PATCH", app_path(slug, f"products/{segment(change.product['id'])}"),
-                    body).get("warnings") or []
+        sent = [c for c in changes if c.kind != "-"]
+        # Several changes go together or not at all: one config apply when it can carry
+        # them (svc/product_batch.py), else one by one, checked first (svc/product_steps.py).
+        document = as_config(slug, sent, current) if len(sent) > 1 else None
+        try:
+            if document is not None:
+                answer = apply_at_once(client, document, sent)
+                warnings, revision = kept_warnings(answer["warnings"]), answer["revision"]
+                if revision is None:  # the service found nothing to change after all
+                    sent = []
             else:
-                continue
-            applied.append(change)
-    kept = [c for c in changes if c.kind == "-"]
-    out.emit({"app": slug, "applied": [c.as_json() for c in applied],
-              "untouched": [c.as_json() for c in kept], "warnings": warnings},
-             [*change_lines(changes),
-              f"{len(applied)} change(s) applied." if applied else
-              f"{slug}: products already match; nothing changed.",
-              *warning_lines(warnings)])
-    return ExitCode.OK
+                if len(sent) > 1:
+                    check_before_sending(sent, current)
+                warnings = apply_one_by_one(client, slug, sent)
+        except StoppedMidway as stopped:
+            return out.report(
+                {**_upserted(slug, stopped.applied, changes, stopped.warnings, None),
+                 **stopped.as_json()},
+                [*change_lines(changes), *stopped.lines(), *warning_lines(stopped.warnings)],
+                stopped.error)
+    return out.report(_upserted(slug, sent, changes, warnings, revision),
+                      [*change_lines(changes), _outcome(slug, sent, revision),
+                       *warning_lines(warnings)])
+
+
+def _outcome(slug: str, sent: list[Change], revision: dict[str, Any] | None) -> str:
+    if not sent:
+        return f"{slug}: products already match; nothing changed."
+    if revision is None:
+        return f"{len(sent)} change(s) applied."
+    return (f"{len(sent)} change(s) applied together, as config revision "
+            f"{revision['number']} ({revision['id']}).")
+
+
+def _upserted(slug: str, applied: list[Change], changes: list[Change],
+              warnings: list[dict[str, Any]], revision: dict[str, Any] | None
+              ) -> dict[str, Any]:
+    """``--json``'s answer; ``revision`` (id and number) when the changes went as one
+    config apply."""
+    return {"app": slug, "applied": [c.as_json() for c in applied],
+            "untouched": [c.as_json() for c in changes if c.kind == "-"], "warnings": warnings,
+            "revision": {"id": revision["id"], "number": revision["number"]} if revision
+            else None}
 
 
 def create_product(args: argparse.Namespace, out: Output) -> int:

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from svc.client import DeveloperClient
+from svc.client import ApiFailure, DeveloperClient, ServiceUnreachable
 from svc.commands.grant import signed_in
 from svc.errors import CliError, ExitCode, usage
 from svc.output import Output
 from svc.project import choose_app, read_project
+from svc.rotation import after_lost_answer, if_interrupted
+from svc.sent import noting
 
 STORAGE_NOTE = ("Signing secret (shown once; keep it server-side as SVC_WEBHOOK_SECRET, never "
                "in frontend code or a repository):")
@@ -94,8 +96,17 @@ def rotate(args: argparse.Namespace, out: Output) -> int:
                     "signed with the new one. Rerun with --yes.")
     client, slug = _client(args)
     with client:
-        hook_id = _endpoint_id(client, slug)
-        rotated = client.call("POST", _path(slug, f"webhooks/{_q(hook_id)}/rotate"))
+        before = _endpoint(client, slug)  # the secret's preview and age, to compare after
+        hook_id = str(before["id"])
+        try:
+            with noting(if_interrupted(slug, before)):
+                rotated = client.call("POST", _path(slug, f"webhooks/{_q(hook_id)}/rotate"))
+        except ServiceUnreachable as lost:
+            raise after_lost_answer(client, slug, before, lost) from None
+        except ApiFailure as failure:
+            if failure.status < 500:  # refused: nothing was rotated
+                raise
+            raise after_lost_answer(client, slug, before, failure) from None
     out.emit({"app": slug, "webhook": rotated["webhook"], "secret": rotated["secret"]},
              [f"Rotated the signing secret of {hook_id}.", STORAGE_NOTE,
               f"  {rotated['secret']}"])
@@ -163,12 +174,17 @@ def _client(args: argparse.Namespace) -> tuple[DeveloperClient, str]:
 
 
 def _endpoint_id(client: DeveloperClient, slug: str) -> str:
+    return str(_endpoint(client, slug)["id"])
+
+
+def _endpoint(client: DeveloperClient, slug: str) -> dict[str, Any]:
     hooks = client.call("GET", _path(slug, "webhooks"))["webhooks"]
     if not hooks:
         raise CliError(f"App {slug} has no webhook endpoint yet.", ExitCode.FAILED,
                        code="webhook_not_found",
                        command=f"svc webhook upsert --app {slug} --url https://...")
-    return str(hooks[0]["id"])
+    hook: dict[str, Any] = hooks[0]
+    return hook
 
 
 def _path(slug: str, rest: str) -> str:
