@@ -29,7 +29,7 @@ SCHEMA_VERSION = "svc.config.v1"
 AMOUNTS = ("priceAtomic", "minAmountAtomic", "maxAmountAtomic")
 # Warnings about what the document leaves out on purpose: it declares the changed products.
 UNDECLARED = ("undeclared_product", "undeclared_webhook")
-_PRODUCT_PATH = re.compile(r"^\$\.products\[(\d+)\]")
+_PRODUCT_PATH = re.compile(r"^\$\.products\[([0-9]+)\]")
 
 
 def as_config(slug: str, changes: list[Change],
