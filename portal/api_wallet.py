@@ -24,6 +24,7 @@ from payments.digits import parse_digits
 from payments.errors import ApiError, error_response
 from payments.http import read_json
 from payments.ledger.authorizations import active_authorization, authorize_permit
+from payments.ledger.cors import EXPOSED_HEADERS
 from payments.ledger.handoffs import decode_handoff
 from payments.ledger.permits import (
     check_address,
@@ -179,7 +180,8 @@ class WalletApi:
 
     async def balance(self, request: Request) -> Response:
         """Public chain data for the runtime wallet card; readable from any origin."""
-        headers = {"access-control-allow-origin": "*", "cache-control": "no-store"}
+        headers = {"access-control-allow-origin": "*", "cache-control": "no-store",
+                   "access-control-expose-headers": EXPOSED_HEADERS}
         try:
             owner = _query_address(request, "address")
             await self._limit(request, self.s.limits.public_balance)

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import Delete, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from payments.dbapi import Compiled
 from payments.developer.tokens import new_token, token_hash
 from payments.errors import ApiError
+from payments.ledger import idempotency
 from payments.ledger.models import AuthCode, CodeKind
+from payments.sweeps import BATCH, batch_delete, run_sweep
 
 SUMMARY_PREFIX = "sum_"
 PAYMENT_PREFIX = "pay_"
@@ -25,6 +27,9 @@ class IssuedCode:
 
 def issue(session: Session, kind: CodeKind, *, ttl: timedelta, now: datetime,
           **binding: object) -> IssuedCode:
+    """A new code of ``kind``; first a batch of that kind's dead codes is deleted, so every
+    issuer (return code, account handoff, payment-code exchange) sweeps what it adds."""
+    run_sweep(session, expired_codes(kind, now))
     code = new_token(SUMMARY_PREFIX if kind == CodeKind.SUMMARY else PAYMENT_PREFIX, 24)
     record = AuthCode(kind=kind, code_hash=token_hash(code), created_at=now,
                       expires_at=now + ttl, **binding)
@@ -33,17 +38,21 @@ def issue(session: Session, kind: CodeKind, *, ttl: timedelta, now: datetime,
     return IssuedCode(code, record)
 
 
-SUMMARY_RETENTION = timedelta(days=1)
+# How long a code's row outlives its expiry. A summary code: a day, so a client back the
+# same day is told its code expired (410), not that it is unknown (401). A payment code: as
+# long as the answer to the payment it was made for is kept (idempotency.RETENTION, from
+# that payment, which is before the code expired), because a retry presenting it again,
+# consumed or not, is answered from that stored answer (purchases.replayed reads the code).
+RETENTION = {CodeKind.SUMMARY: timedelta(days=1), CodeKind.PAYMENT: idempotency.RETENTION}
+SUMMARY_RETENTION = RETENTION[CodeKind.SUMMARY]
 
 
-def sweep_expired_summaries(session: Session, authorization_id: str, now: datetime) -> None:
-    """Delete the budget's summary codes expired over ``SUMMARY_RETENTION`` ago: each return
-    code adds one. Kept that long, a client back the same day is still told its code
-    expired (410), not that it is unknown (401). Per budget, so the delete walks its index;
-    payment codes are kept (their rows answer a retried payment)."""
-    session.execute(delete(AuthCode).where(AuthCode.authorization_id == authorization_id,
-                                           AuthCode.kind == CodeKind.SUMMARY,
-                                           AuthCode.expires_at <= now - SUMMARY_RETENTION))
+def expired_codes(kind: CodeKind, now: datetime, batch: int = BATCH) -> Delete:
+    """A batch of codes of ``kind`` expired over their retention ago, which no request can
+    use; read through ``ix_auth_codes_kind_expires_at`` (migration 0023). A code that has
+    not expired, used or not, is never among them."""
+    return batch_delete(AuthCode.id, AuthCode.kind == kind,
+                        AuthCode.expires_at <= now - RETENTION[kind], batch=batch)
 
 
 def find(session: Session, kind: CodeKind, code: str) -> AuthCode | None:

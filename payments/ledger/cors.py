@@ -18,6 +18,9 @@ from payments.errors import ApiError, error_response
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 ALLOWED_HEADERS = "content-type, x-wallet-address, x-svc-budget-spender"
+# Response headers a page may read beyond the CORS-safelisted ones: a 429 (or 503) says in
+# Retry-After when to try again, and a page told nothing would retry at once or give up.
+EXPOSED_HEADERS = "Retry-After"
 _LOCAL = re.compile(r"^http://(localhost|127\.0\.0\.1):[0-9]{1,5}\Z")
 
 
@@ -62,6 +65,7 @@ class Cors:
         response.headers["vary"] = "Origin"
         if origin and audience and origin == audience:
             response.headers["access-control-allow-origin"] = origin
+            response.headers["access-control-expose-headers"] = EXPOSED_HEADERS
         return response
 
 

@@ -103,6 +103,8 @@ class AuthCode(Base):
     """Summary and payment codes (spec 3.6): random, stored hashed, short-lived."""
 
     __tablename__ = "auth_codes"
+    # The sweep's: a kind's codes expired before a time (codes.expired_codes).
+    __table_args__ = (Index("ix_auth_codes_kind_expires_at", "kind", "expires_at"),)
     id: Mapped[int] = mapped_column(SEQ, primary_key=True, autoincrement=True)
     kind: Mapped[CodeKind] = mapped_column(enum_column(CodeKind))
     code_hash: Mapped[str] = mapped_column(String(64), unique=True)

@@ -186,7 +186,8 @@ PROOF_NOTE = (
     "time: a replay returns it unchanged after settlement.")
 CORS_NOTE = (
     "CORS: never `*`. The response is readable by a browser only when its `Origin` equals "
-    "the code's audience (the origin of the return URL the summary was issued for).")
+    "the code's audience (the origin of the return URL the summary was issued for); a "
+    "readable response exposes `Retry-After` (`Access-Control-Expose-Headers`).")
 
 COMPONENT_SCHEMAS: dict[str, Any] = {
     "Address": {"type": "string", "pattern": "^0x[0-9a-fA-F]{40}$",

@@ -176,7 +176,6 @@ class AuthorizationRoutes:
             connection_id = None
             if handoff_token:
                 connection_id = self._bind(session, handoff_token, app, authorization, now)
-            codes.sweep_expired_summaries(session, authorization.id, now)
             issued = codes.issue(session, CodeKind.SUMMARY, ttl=self.c.summary_ttl, now=now,
                                  authorization_id=authorization.id, app_id=app.id,
                                  audience=target.audience, return_url=return_url,

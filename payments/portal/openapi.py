@@ -273,8 +273,9 @@ def portal_paths(portal_url: str, *, dev: bool = True) -> dict[str, Any]:
                                       "schema": STR}])},
         "/api/public/usdc-balance": {"get": _op(
             "getUsdcBalance", "A wallet's USDC balance (public chain data).",
-            "For the runtime wallet card; `Access-Control-Allow-Origin: *`, no cookies. Never "
-            "a budget: the card shows the budget from the summary's `remaining`.",
+            "For the runtime wallet card; `Access-Control-Allow-Origin: *` (its refusals too, "
+            "with `Retry-After` exposed), no cookies. Never a budget: the card shows the "
+            "budget from the summary's `remaining`.",
             _json({"type": "object", "additionalProperties": False,
                    "required": ["address", "balanceAtomic"],
                    "properties": {"address": ADDRESS,

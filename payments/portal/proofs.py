@@ -17,13 +17,14 @@ from datetime import UTC, datetime, timedelta
 
 from eth_account import Account
 from eth_account.messages import encode_defunct
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import Delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from payments.errors import ApiError
 from payments.ledger.permits import SIGNATURE_RE, check_address
 from payments.portal.models import WalletSession
+from payments.sweeps import BATCH, batch_delete, run_sweep
 
 CHALLENGE_TTL = timedelta(minutes=5)
 SESSION_TTL = timedelta(hours=12)
@@ -131,14 +132,20 @@ def open_wallet_session(session: Session, challenge: Challenge, signature: objec
 
 
 def sweep_wallet_sessions(session: Session, now: datetime) -> None:
-    """Delete the rows no cookie can use any more: expired ones, and ended ones whose
-    challenge has expired too (until then the row's unique ``challenge_nonce`` is what
-    refuses a replay of that signed challenge). Run on every proof, so the table holds
-    little more than the live sessions."""
-    session.execute(delete(WalletSession).where(or_(
-        WalletSession.expires_at <= now,
-        and_(WalletSession.revoked_at.is_not(None),
-             WalletSession.created_at <= now - CHALLENGE_TTL))))
+    """Delete a batch of the rows no cookie can use any more (``dead_sessions``). Run on
+    every proof, so the table holds little more than the live sessions."""
+    for statement in dead_sessions(now):
+        run_sweep(session, statement)
+
+
+def dead_sessions(now: datetime, batch: int = BATCH) -> tuple[Delete, Delete]:
+    """The two sweeps of dead sessions, each read through its own index (migration 0023):
+    expired ones (``expires_at``), and ended ones whose challenge has expired too
+    (``ix_portal_wallet_sessions_ended``; until then the row's unique ``challenge_nonce`` is
+    what refuses a replay of that signed challenge). A live session is in neither."""
+    return (batch_delete(WalletSession.id, WalletSession.expires_at <= now, batch=batch),
+            batch_delete(WalletSession.id, WalletSession.revoked_at.is_not(None),
+                         WalletSession.created_at <= now - CHALLENGE_TTL, batch=batch))
 
 
 def _end_oldest(session: Session, opened: WalletSession, now: datetime) -> None:

@@ -144,7 +144,8 @@
       owner: wallet.address, value: String(value), deadline: String(deadline)}))
       .then(function (answer) {
         var typed = P.checkPermit(answer.typedData, {token: d.token, spender: d.spender,
-                                                     owner: wallet.address});
+                                                     owner: wallet.address, value: value,
+                                                     deadline: deadline});
         return wallet.signTypedData(typed).then(function (signature) {
           var m = typed.message;
           return {owner: m.owner, value: m.value, nonce: m.nonce, deadline: m.deadline,
@@ -160,19 +161,28 @@
       ". It replaces your current budget for every app. No gas, no ETH.";
   }
 
+  /* While a permit is prepared and signed, the choice it is made for cannot change (nor can
+     a second one start). */
+  function lockChoice(on) {
+    ["amount", "days", "renew-sign", "revoke"].forEach(function (id) { $(id).disabled = on; });
+  }
+
   function renew(event) {
     event.preventDefault();
     P.show("error", "");
+    lockChoice(true);
     needWallet().then(function () {
       P.show("progress", "Sign the new budget permit in your wallet…");
       return signPermit($("amount").value, P.permitDeadline(Number($("days").value)));
     }).then(function (permit) {
       return P.api("/api/portal/budget", {method: "POST", body: {permit: permit}});
     }).then(function (answer) {
+      lockChoice(false);
       $("renew-form").hidden = true;
       P.show("progress", "Budget renewed.");
       renderBudget(answer.budget);
     }, function (error) {
+      lockChoice(false);
       if (error && error.code === "permit_already_used") {
         loadWallet();  // recorded already (sent twice): show the budget it made
       }
@@ -183,15 +193,20 @@
   /* Revoke = sign Permit(value=0); the API host records it and the relayer sends it. */
   function revoke() {
     P.show("error", "");
+    lockChoice(true);
     needWallet().then(function () {
       P.show("progress", "Sign the revoke (a permit of 0 USDC) in your wallet…");
       return signPermit(0, Math.floor(Date.now() / 1000) + 3600);
     }).then(function (permit) {
       return P.payments("/api/authorizations/revoke", {method: "POST", body: {permit: permit}});
     }).then(function () {
+      lockChoice(false);
       P.show("progress", "Budget revoked. Apps can no longer charge it.");
       return loadWallet();
-    }).then(null, function (error) { if (error) { fail(error); } });
+    }).then(null, function (error) {
+      lockChoice(false);
+      if (error) { fail(error); }
+    });
   }
 
   function unlinkConnection(connection) {

@@ -7,10 +7,11 @@
   var wallet = null, state = null;
   var $ = function (id) { return document.getElementById(id); };
 
+  /* While a step runs nothing can be started again, and the amount and expiry the permit
+     is being made for cannot change under it (the sentence shown follows them). */
   function busy(on) {
-    ["connect", "dev-wallet", "sign", "use-existing", "new-budget"].forEach(function (id) {
-      if ($(id)) { $(id).disabled = on; }
-    });
+    ["connect", "dev-wallet", "sign", "use-existing", "new-budget", "amount", "days"]
+      .forEach(function (id) { if ($(id)) { $(id).disabled = on; } });
   }
 
   function fail(error) {
@@ -98,7 +99,8 @@
                                                          deadline: String(deadline)}))
       .then(function (answer) {
         var typed = P.checkPermit(answer.typedData, {token: d.token, spender: d.spender,
-                                                     owner: wallet.address});
+                                                     owner: wallet.address, value: value,
+                                                     deadline: deadline});
         P.show("progress", "Sign the permit in your wallet…");
         return wallet.signTypedData(typed).then(function (signature) {
           P.show("progress", "Recording your budget…");

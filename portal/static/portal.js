@@ -96,8 +96,21 @@
     return out;
   }
 
+  /* A uint256 as a canonical decimal string ("0050" -> "50"); null if it is not one. */
+  function decimal(number) {
+    var text = String(number);
+    return /^[0-9]+$/.test(text) ? text.replace(/^0+(?=[0-9])/, "") : null;
+  }
+
+  function sameNumber(a, b) {
+    return decimal(a) !== null && decimal(a) === decimal(b);
+  }
+
   /* Spec 1.10: the only typed data we ever ask a wallet to sign is the token's Permit to
-   * BudgetSpenderV2; check what the server handed us before the wallet sees it. */
+   * BudgetSpenderV2; check what the server handed us before the wallet sees it. Its value
+   * and deadline must be exactly the ones the page asked for, which are what the page told
+   * the person (the amount, the expiry; 0 for a revoke): the wallet shows raw numbers, so a
+   * different amount or expiry would otherwise be signed, and then submitted, unnoticed. */
   function checkPermit(typed, expected) {
     var fields = (typed.types.Permit || []).map(function (f) { return f.name + ":" + f.type; });
     var message = typed.message || {};
@@ -111,6 +124,12 @@
       String(message.owner).toLowerCase() === expected.owner.toLowerCase();
     if (!ok) { throw new Failure(0, {code: "unexpected_typed_data",
                                      message: "The permit to sign was not the expected one."}); }
+    if (!sameNumber(message.value, expected.value) ||
+        !sameNumber(message.deadline, expected.deadline)) {
+      throw new Failure(0, {code: "unexpected_typed_data",
+        message: "The permit prepared for your wallet is not for the amount and expiry you " +
+                 "chose. Nothing was signed; try again."});
+    }
     return typed;
   }
 

@@ -10,9 +10,15 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.ledger.models import AccountConnection, ConnectionStatus
+from payments.ledger.models import AccountConnection, AuthorizationStatus, ConnectionStatus
 from tests.ledger.flow import connect, start_handoff
-from tests.portal.wallet_world import assert_clean, new_wallet, portal_world, wait_for
+from tests.portal.wallet_world import (
+    alter_permits,
+    assert_clean,
+    new_wallet,
+    portal_world,
+    wait_for,
+)
 from tests.support.browser import BrowserSession, screenshot
 from tests.support.router import RouterFactory
 
@@ -99,4 +105,37 @@ def test_account_page_before_and_after_the_wallet_proof(
         page.wait_for_load_state()
         page.get_by_role("button", name="Verify wallet").wait_for()
         assert page.locator("#connections").count() == 0
+    assert_clean(chrome)
+
+
+def test_renew_and_revoke_never_sign_a_permit_other_than_the_one_chosen(
+        start_router: RouterFactory, sessions: sessionmaker[Session],
+        chrome: BrowserSession) -> None:
+    """The account page checks the permit it is handed against what it asked for before the
+    wallet sees it: a revoke handed a permit of any value but 0 (it would be a new budget),
+    or a renewal with another amount or expiry, is refused in words and nothing is signed."""
+    wallet = new_wallet(11).install(chrome.context)
+    refusal = ("The permit prepared for your wallet is not for the amount and expiry you "
+               "chose. Nothing was signed; try again.")
+    with portal_world(start_router, sessions) as portal:
+        portal.world.authorize(wallet.account, 2_000_000)
+        page = chrome.new_page()
+        alter_permits(page, portal, value="5000000")
+        page.goto(f"{portal.url}/account")
+        page.get_by_role("button", name="Connect wallet").click()
+        page.locator("#budget-state").wait_for()
+        page.get_by_role("button", name="Revoke budget").click()
+        page.get_by_role("alert").get_by_text(refusal).wait_for()
+        assert page.get_by_role("button", name="Revoke budget").is_enabled()
+
+        page.get_by_role("button", name="Renew budget").click()
+        page.get_by_label("New budget").select_option("1000000")  # the page asks 1, gets 5
+        page.get_by_role("button", name="Sign new budget permit").click()
+        page.get_by_role("alert").get_by_text(refusal).wait_for()
+        assert page.get_by_role("button", name="Sign new budget permit").is_enabled()
+        assert page.get_by_label("New budget").is_enabled()
+        assert wallet.typed == []
+        budgets = portal.budgets(wallet.address)
+        assert [(b.status, b.value_atomic) for b in budgets] == [
+            (AuthorizationStatus.ACTIVE, 2_000_000)]
     assert_clean(chrome)

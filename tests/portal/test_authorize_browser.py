@@ -20,7 +20,9 @@ from router.settings import DEV_SECRET_KEY
 from tests.factories import update_app
 from tests.ledger.flow import sign_permit, start_handoff
 from tests.portal.wallet_world import (
+    PICKERS_AT_SIGNING,
     Portal,
+    alter_permits,
     assert_clean,
     authorize_url,
     new_wallet,
@@ -331,3 +333,44 @@ def test_dev_wallet_clicks_through_without_an_extension(
         assert funded.json()["balanceAtomic"] == "100000000"  # the in-process faucet
     assert_clean(chrome)
 
+
+
+@SQLITE_ONLY
+def test_a_permit_for_another_amount_or_expiry_is_never_signed(
+        start_router: RouterFactory, sessions: sessionmaker[Session],
+        chrome: BrowserSession) -> None:
+    """The page checks the permit it is handed against the amount and expiry the person
+    chose (and the page describes) before the wallet sees it: a different value or deadline
+    is refused in words, nothing is signed or sent. While the wallet is asked, the choice
+    cannot change."""
+    wallet = new_wallet(9).install(chrome.context)
+    chrome.context.add_init_script(PICKERS_AT_SIGNING)
+    with portal_world(start_router, sessions) as portal:
+        deadline = str(int(utcnow().timestamp()) + 400 * 86400)
+        for changes in ({"value": "50000000"}, {"deadline": deadline}):
+            page = chrome.new_page()
+            alter_permits(page, portal, **changes)
+            page.goto(authorize_url(portal))
+            page.get_by_role("button", name="Connect wallet").click()
+            page.get_by_role("button", name="Sign budget permit").click()
+            page.get_by_role("alert").get_by_text(
+                "The permit prepared for your wallet is not for the amount and expiry you "
+                "chose. Nothing was signed; try again.").wait_for()
+            assert page.get_by_role("button", name="Sign budget permit").is_enabled()
+            assert page.locator("#amount").is_enabled()
+            page.close()
+        assert wallet.typed == []
+        assert portal.budgets(wallet.address) == []
+
+        page = chrome.new_page()  # as asked: signed, the choice held still meanwhile
+        page.goto(authorize_url(portal))
+        page.get_by_role("button", name="Connect wallet").click()
+        page.locator("#amount").select_option("10000000")
+        page.get_by_role("button", name="Sign budget permit").click()
+        page.wait_for_url(f"{portal.url}/game")
+        assert page.evaluate("sessionStorage.getItem('pickersEnabledAtSigning')") == (
+            "[false,false]")
+        assert [t["message"]["value"] for t in wallet.typed] == ["10000000"]
+        budget = portal.active_budget(wallet.address)
+        assert budget is not None and budget.value_atomic == 10_000_000
+    assert_clean(chrome)

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+import httpx
 import uvicorn
 from eth_account import Account
 from eth_account.messages import encode_defunct
 from eth_account.signers.local import LocalAccount
-from playwright.sync_api import BrowserContext
+from playwright.sync_api import BrowserContext, Page, Route
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -208,3 +209,37 @@ def revoke_on_account_page(chrome: BrowserSession, portal: Portal) -> None:
     wait_for(account, lambda: account.locator("#budget-state").inner_text().startswith(
         "Revoked"))
     account.close()
+
+
+def alter_permits(page: Page, portal: Portal, **changes: str) -> None:
+    """Every ``/api/portal/permit`` answer reaches ``page`` with ``changes`` made to the
+    permit's message: a server (or anything between it and the page) that answered another
+    permit than the page asked for. The only way to get one: ours answers what is asked.
+    (The real answer is fetched here: Playwright's own fetch cannot resolve ``*.localhost``.)"""
+    def handle(route: Route) -> None:
+        asked = urlsplit(route.request.url)
+        with httpx.Client(base_url=portal.router.url, timeout=15) as client:
+            answer = client.get(f"{asked.path}?{asked.query}",
+                                headers={"host": asked.netloc})
+        body = answer.json()
+        body["typedData"]["message"].update(changes)
+        route.fulfill(status=answer.status_code, json=body,
+                      headers={"cache-control": "no-store"})
+    page.route("**/api/portal/permit?*", handle)
+
+
+# Wraps the installed wallet: whether the amount and expiry pickers were enabled at the moment
+# the wallet was asked to sign (a person could otherwise change them meanwhile), kept in
+# sessionStorage past the page's return.
+PICKERS_AT_SIGNING = """(() => {
+  const provider = window.ethereum;
+  if (!provider) { return; }
+  const request = provider.request;
+  provider.request = (args) => {
+    if (args.method === "eth_signTypedData_v4") {
+      sessionStorage.setItem("pickersEnabledAtSigning", JSON.stringify(["amount", "days"].map(
+        (id) => document.getElementById(id) && !document.getElementById(id).disabled)));
+    }
+    return request(args);
+  };
+})();"""
