@@ -42,6 +42,17 @@ class BatchPolicy:
     # reconciling).
     log_blocks: int = MAX_LOG_BLOCKS
 
+    @property
+    def relay_hold(self) -> timedelta:
+        """The longest a revoke, or a renewal lowering the allowance, waits for the charges
+        accepted before it to have their settlement attempt (payments/chain/relay_hold.py).
+
+        An attempt is flushed within ``max_age``, its transaction replaced with higher fees
+        ``replace_after`` after it was sent if still unmined, and that replacement waited
+        for ``receipt_timeout``: one not done by then is stuck (its fees, its worker gone),
+        not slow. 5 s + 3 min + 2 min by default."""
+        return self.max_age + self.replace_after + timedelta(seconds=self.receipt_timeout)
+
 
 @dataclass(frozen=True)
 class QueuedCharge:

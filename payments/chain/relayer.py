@@ -4,7 +4,9 @@ The user never needs ETH (spec 1 item 3): ``relayPermit`` is sent by our key. Th
 writes ``relay_status = pending`` (the outbox); this worker verifies the signature again
 off-chain, simulates, records the signed transaction before broadcasting it, and moves
 the row to ``relayed`` or ``failed`` (the decoded reason is kept on the transaction row).
-One owner's permits and revokes go out in nonce order, each after the earlier is mined.
+One owner's permits and revokes go out in nonce order, each after the earlier is mined,
+and one that would leave charges accepted before it short waits for their settlement
+attempt, up to a bound (:mod:`payments.chain.relay_hold`).
 """
 
 from __future__ import annotations
@@ -12,13 +14,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, exists, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from payments.chain.batching import NOT_THE_CHARGES
+from payments.chain.batching import NOT_THE_CHARGES, BatchPolicy
 from payments.chain.checkpoints import Checkpoint, no_checkpoint
 from payments.chain.gateway import (
     ChainError,
@@ -37,10 +38,13 @@ from payments.chain.journal import (
     resolve_replaced,
 )
 from payments.chain.models import ChainTransaction, TxKind, TxStatus
+from payments.chain.relay_hold import Hold, hold
+from payments.chain.relay_jobs import RelayJob, relay_job
 from payments.chain.settlement_states import abandon_charges
 from payments.chain.tx_records import drop_pending, finish_tx, record_signed, signed_tx
 from payments.db import transaction, utcnow
 from payments.errors import ApiError
+from payments.ledger.authorizations import recount_carried
 from payments.ledger.models import (
     Authorization,
     AuthorizationStatus,
@@ -52,17 +56,7 @@ from payments.ledger.permits import Permit, verify_permit
 
 log = logging.getLogger(__name__)
 OnRelayed = Callable[[str, int], None]  # (owner, value) after a budget permit confirmed
-
-
-@dataclass(frozen=True)
-class _Job:
-    authorization_id: str
-    kind: TxKind
-    owner: str
-    value: int
-    nonce: int
-    deadline: int
-    signature: str
+HOLD = BatchPolicy().relay_hold
 
 
 def no_hook(owner: str, value: int) -> None:
@@ -73,7 +67,10 @@ class Relayer:
     def __init__(self, sessions: sessionmaker[Session], chain: ChainGateway, *,
                  clock: Callable[[], datetime] = utcnow, checkpoint: Checkpoint = no_checkpoint,
                  on_relayed: OnRelayed = no_hook, receipt_timeout: float = 120.0,
-                 replace_after: timedelta = REPLACE_AFTER, limit: int = 50) -> None:
+                 replace_after: timedelta = REPLACE_AFTER, hold: timedelta = HOLD,
+                 limit: int = 50) -> None:
+        """``hold``: how long a relay may wait for the charges accepted before it (the
+        worker cycle passes its ``BatchPolicy.relay_hold``)."""
         self._sessions = sessions
         self._chain = chain
         self._clock = clock
@@ -81,6 +78,7 @@ class Relayer:
         self._on_relayed = on_relayed
         self._timeout = receipt_timeout
         self._replace_after = replace_after  # as the settlement worker's (docs/chain.md)
+        self._hold = hold
         self._limit = limit
         chain.release_nonces()
 
@@ -92,7 +90,8 @@ class Relayer:
             # only, and a relay is simulated against the latest block. So an owner's relays
             # go out by nonce, and none while an earlier one is still unmined: simulated
             # before it, a later one reverts and its budget is failed for good (a renewal
-            # signed right after a revoke was, and the charges it took were abandoned).
+            # signed right after a revoke was, and the charges it took were abandoned). A
+            # relay waiting for earlier charges holds its owner's later ones the same way.
             waiting = self._owners_in_flight()
             jobs = sorted([*self._pending(TxKind.PERMIT), *self._pending(TxKind.REVOKE)],
                           key=lambda job: (job.owner, job.nonce))
@@ -100,7 +99,7 @@ class Relayer:
                 if job.owner in waiting:
                     continue
                 finished = self._relay(job)
-                if not finished:  # sent and not mined yet, or left to another relayer
+                if not finished:  # sent and not mined yet, waiting, or left to another
                     waiting.add(job.owner)
                 done += finished
         except Exception:
@@ -177,7 +176,7 @@ class Relayer:
                 .where(ChainTransaction.kind.in_((TxKind.PERMIT, TxKind.REVOKE)),
                        ChainTransaction.status == TxStatus.PENDING)))
 
-    def _pending(self, kind: TxKind) -> list[_Job]:
+    def _pending(self, kind: TxKind) -> list[RelayJob]:
         in_flight = exists().where(and_(ChainTransaction.authorization_id == Authorization.id,
                                         ChainTransaction.kind == kind,
                                         ChainTransaction.status == TxStatus.PENDING))
@@ -190,15 +189,17 @@ class Relayer:
         with self._sessions() as session:
             rows = session.scalars(query.order_by(Authorization.owner_wallet,
                                                   Authorization.nonce).limit(self._limit))
-            return [_job(a, kind) for a in rows]
+            return [relay_job(a, kind) for a in rows]
 
-    def _relay(self, job: _Job) -> int:
+    def _relay(self, job: RelayJob) -> int:
         if not self._signed_by_owner(job):
             return self._settle_status(job, RelayStatus.FAILED, None, "invalid permit signature")
         if self._chain.permit_nonce(job.owner) > job.nonce:
             # The token already used this nonce: our earlier send (its record lost) or
             # anyone who submitted the same signed permit. Either way it is on chain.
             return self._settle_status(job, RelayStatus.RELAYED, None, None)
+        if not self._may_go(job):
+            return 0
         try:
             signed = self._chain.sign_relay_permit(job.owner, job.value, job.deadline,
                                                    bytes.fromhex(job.signature[2:]))
@@ -230,7 +231,18 @@ class Relayer:
             return 0  # resolved by a later cycle
         return self._apply(receipt)
 
-    def _signed_by_owner(self, job: _Job) -> bool:
+    def _may_go(self, job: RelayJob) -> bool:
+        """Before signing: not while the charges accepted before it wait (checked again
+        where the transaction is recorded), and said when it goes without them."""
+        with self._sessions() as session:
+            decision = hold(session, job.sets, self._clock(), self._hold)
+        if decision is Hold.OVERDUE:
+            log.warning("%s of %s waited %s for the charges accepted before it and goes "
+                        "without them: their settlement is stuck, and they may fail on chain",
+                        job.kind.value, job.authorization_id, self._hold)
+        return decision is not Hold.WAIT
+
+    def _signed_by_owner(self, job: RelayJob) -> bool:
         permit = Permit(job.owner, job.value, job.nonce, job.deadline, job.signature)
         try:
             verify_permit(self._chain.params, permit)
@@ -238,7 +250,7 @@ class Relayer:
             return False
         return True
 
-    def _record(self, job: _Job, signed: SignedTx) -> bool:
+    def _record(self, job: RelayJob, signed: SignedTx) -> bool:
         with transaction(self._sessions) as session:
             authorization = session.get(Authorization, job.authorization_id,
                                         with_for_update=True)
@@ -252,6 +264,12 @@ class Relayer:
                     ChainTransaction.kind == job.kind,
                     ChainTransaction.status == TxStatus.PENDING).limit(1)) is not None:
                 return False
+            # Once more, in the transaction that decides the send: a failed charge may have
+            # been queued again for its retry since the check before signing.
+            if hold(session, job.sets, self._clock(), self._hold) is Hold.WAIT:
+                return False
+            if job.kind is TxKind.PERMIT and authorization.relay_tx_hash is None:
+                recount_carried(session, authorization)  # before its first send only
             return _record_tx(session, authorization, job.kind, signed, self._clock())
 
     def _apply(self, receipt: Receipt) -> int:
@@ -317,7 +335,7 @@ class Relayer:
                 return found
         return None
 
-    def _settle_status(self, job: _Job, status: RelayStatus, tx_hash: str | None,
+    def _settle_status(self, job: RelayJob, status: RelayStatus, tx_hash: str | None,
                        reason: str | None) -> int:
         """A decision without a transaction of ours (refused, or already on chain)."""
         with transaction(self._sessions) as session:
@@ -364,20 +382,6 @@ def _permit_failed(session: Session, authorization: Authorization, reason: str,
                              Charge.settlement_status == SettlementStatus.QUEUED)
         .with_for_update()).all()
     abandon_charges(session, charges, f"permit relay failed: {reason}", now)
-
-
-def _job(authorization: Authorization, kind: TxKind) -> _Job:
-    if kind is TxKind.PERMIT:
-        return _Job(authorization.id, kind, authorization.owner_wallet,
-                    authorization.value_atomic, authorization.nonce,
-                    int(authorization.deadline.timestamp()), authorization.signature)
-    assert authorization.revoke_signature is not None and authorization.revoke_nonce is not None
-    # Revokes recorded before the ledger kept their deadline cannot be rebuilt; the budget's
-    # deadline is the best guess (the signature check then refuses it if wrong).
-    deadline = authorization.revoke_deadline or authorization.deadline
-    return _Job(authorization.id, kind, authorization.owner_wallet, 0,
-                authorization.revoke_nonce, int(deadline.timestamp()),
-                authorization.revoke_signature)
 
 
 def _status(authorization: Authorization, kind: TxKind) -> RelayStatus | None:

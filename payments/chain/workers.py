@@ -47,12 +47,15 @@ class ChainCycle:
         steps = (*extra, ("allowlist", lambda: sync_new_recipients(sessions, chain)))
         return cls(Relayer(sessions, chain, on_relayed=on_relayed,
                            receipt_timeout=policy.receipt_timeout,
-                           replace_after=policy.replace_after),
+                           replace_after=policy.replace_after, hold=policy.relay_hold),
                    SettlementWorker(sessions, chain, policy=policy),
                    Reconciler(sessions, chain, log_blocks=policy.log_blocks), reconcile_every,
                    steps, DriftWatch(sessions, chain))
 
     def run(self) -> None:
+        # Relays first: a new budget's charges settle only once its permit is on chain. A
+        # revoke (or a lowering renewal) waits for the charges accepted before it, which
+        # settle below, and goes in a later cycle (payments/chain/relay_hold.py).
         steps: list[tuple[str, Callable[[], object]]] = [
             *self.extra, ("relayer", self.relayer.run_once),
             ("settlement", self.settlement.run_once)]

@@ -119,6 +119,38 @@ def authorize_permit(session: Session, params: ChainParams, permit: Permit,
     return authorization
 
 
+def recount_carried(session: Session, authorization: Authorization) -> None:
+    """Before a renewal's permit is first sent: count as spent only the earlier charges that
+    can still draw on the allowance it sets.
+
+    At the renewal, the earlier budget's unsettled charges were counted against the new
+    one (:func:`authorize_permit`): they would settle against the allowance the permit
+    sets. Those settled since, before the permit was sent (a relay that would leave them
+    short waits for them: payments/chain/relay_hold.py), were paid from the earlier
+    allowance; still counted, the budget's ``remaining`` would stay below its allowance for
+    good. Only ever lowers ``spent_atomic``. The caller holds the row's lock, so no
+    reservation lands between reading its charges and writing what is spent."""
+    own = session.scalar(select(func.coalesce(func.sum(Charge.amount_atomic), 0)).where(
+        Charge.authorization_id == authorization.id))
+    own = int(own or 0)
+    carried = authorization.spent_atomic - own
+    if carried <= 0:
+        return
+    earlier = session.scalars(
+        select(Charge.amount_atomic)
+        .join(Authorization, Authorization.id == Charge.authorization_id)
+        .where(Authorization.owner_wallet == authorization.owner_wallet,
+               Authorization.spender == authorization.spender,
+               Authorization.nonce < authorization.nonce,
+               Charge.settlement_status.in_(_UNSETTLED)))
+    still = 0
+    for amount in earlier:  # added up here: over several budgets it may pass BIGINT
+        still += amount
+        if still >= carried:
+            return
+    authorization.spent_atomic = own + still
+
+
 def unsettled_amount(session: Session, authorization_id: str) -> int:
     total = session.scalar(select(func.coalesce(func.sum(Charge.amount_atomic), 0)).where(
         Charge.authorization_id == authorization_id,

@@ -115,10 +115,13 @@ def test_permits_batches_and_reconciliation_over_json_rpc(rpc_world: World) -> N
     reconciled = Reconciler(world.sessions, world.chain).run()
     assert reconciled.logs == 3 and reconciled.findings == [] and reconciled.repaired == []
 
-    # Revoke: Permit(value=0) relayed; a charge queued before it fails, decoded.
+    # Revoke: Permit(value=0) waits for the charge queued before it; relayed past its
+    # hold all the same, the charge then fails, decoded.
     late = world.charge(alice)
     world.revoke(alice, nonce=1)
     world.relayer().run_once()
+    assert world.authorization(auths[0]).revoke_relay_status == RelayStatus.PENDING
+    world.late_relayer().run_once()
     assert world.chain.allowance(alice.address) == 0
     world.worker().run_once()
     assert world.statuses()[late] == S.FAILED

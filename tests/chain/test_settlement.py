@@ -105,7 +105,10 @@ def test_charges_wait_for_their_permit(world: World) -> None:
     assert world.statuses()[seq] == S.SETTLED
 
 
-def test_revoke_then_queued_charges_fail_cleanly(world: World) -> None:
+def test_charges_queued_before_a_revoke_settle_before_it_is_relayed(world: World) -> None:
+    """The ledger accepted them before the revoke (the optimistic one delivered at once):
+    the revoke waits for their settlement attempt. It used to go first, in the same cycle,
+    and they failed on chain: a user could buy and revoke at once and not pay."""
     alice, bob = wallet(0), wallet(1)
     world.authorize(alice)
     world.authorize(bob)
@@ -113,7 +116,29 @@ def test_revoke_then_queued_charges_fail_cleanly(world: World) -> None:
     queued = [world.charge(alice), world.charge(alice, product="sword")]
     bobs = world.charge(bob)
     world.revoke(alice, nonce=1)
-    assert world.relayer().run_once() == 1  # the revoke, after the permit
+    assert world.relayer().run_once() == 0  # the revoke waits for alice's charges
+    assert world.chain.allowance(alice.address) == 1_000_000
+
+    world.worker().run_once()
+
+    assert world.statuses() == dict.fromkeys([*queued, bobs], S.SETTLED)
+    assert world.delivery(queued[1]).status == DeliveryStatus.DELIVERED  # settled_first
+    assert world.events("payment.settled") == dict.fromkeys([*queued, bobs], 1)
+    assert world.relayer().run_once() == 1  # now the revoke
+    assert world.chain.allowance(alice.address) == 0
+
+
+def test_a_revoke_past_its_hold_fails_the_queued_charges_cleanly(world: World) -> None:
+    """A settlement stuck past the hold no longer holds the revoke: sent, it leaves the
+    charges still queued without allowance, and they fail, the rest of the batch settling."""
+    alice, bob = wallet(0), wallet(1)
+    world.authorize(alice)
+    world.authorize(bob)
+    world.relayer().run_once()
+    queued = [world.charge(alice), world.charge(alice, product="sword")]
+    bobs = world.charge(bob)
+    world.revoke(alice, nonce=1)
+    assert world.late_relayer().run_once() == 1  # the revoke, after the permit
     assert world.chain.allowance(alice.address) == 0
 
     world.worker().run_once()
@@ -137,7 +162,7 @@ def test_failed_charges_retry_with_backoff_until_the_limit(world: World) -> None
     world.relayer().run_once()
     seq = world.charge(user)
     world.revoke(user, nonce=1)
-    world.relayer().run_once()
+    world.late_relayer().run_once()  # past its hold: the charge meets no allowance
     now = utcnow()
     policy = BatchPolicy(max_age=timedelta(0), retry_limit=2,
                          backoff=(timedelta(minutes=1), timedelta(minutes=5)))
@@ -166,7 +191,7 @@ def test_renewal_lets_a_failed_charge_settle_on_retry(world: World) -> None:
     world.relayer().run_once()
     seq = world.charge(user)
     world.revoke(user, nonce=1)
-    world.relayer().run_once()
+    world.late_relayer().run_once()  # past its hold: the charge meets no allowance
     world.worker().run_once()
     assert world.statuses()[seq] == S.FAILED
     world.authorize(user, fund=False)  # a fresh permit (nonce 2)

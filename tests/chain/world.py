@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from eth_account import Account
@@ -134,13 +135,16 @@ class World:
             authorization.revoke_nonce = permit.nonce
             authorization.revoke_deadline = permit.deadline_at
 
-    def charge(self, user: LocalAccount, app: str = "game", product: str = "retry") -> int:
-        """A paid action recorded by the ledger (what the product route does)."""
+    def charge(self, user: LocalAccount, app: str = "game", product: str = "retry", *,
+               budget: str | None = None) -> int:
+        """A paid action recorded by the ledger (what the product route does), on the
+        wallet's active budget or on ``budget`` (a payment code issued before it changed)."""
         with transaction(self.sessions) as session:
             app_row = session.get(App, self.apps[app].id)
             product_row = session.get(Product, self.products[(app, product)].id)
-            authorization = active_authorization(session, user.address,
-                                                 self.chain.params.spender)
+            authorization = (active_authorization(session, user.address,
+                                                  self.chain.params.spender)
+                             if budget is None else session.get(Authorization, budget))
             assert app_row is not None and product_row is not None and authorization
             recorded = record_charge(session, ChargeIntent(
                 app=app_row, product=product_row, authorization=authorization,
@@ -151,8 +155,17 @@ class World:
 
     # -- workers -------------------------------------------------------------------------
 
-    def relayer(self, checkpoint: Checkpoint = no_checkpoint) -> Relayer:
-        return Relayer(self.sessions, self.chain, checkpoint=checkpoint, receipt_timeout=5.0)
+    def relayer(self, checkpoint: Checkpoint = no_checkpoint, *,
+                clock: Callable[[], datetime] = utcnow) -> Relayer:
+        """The relayer as the worker cycle builds it for ``FAST`` (its hold included)."""
+        return Relayer(self.sessions, self.chain, checkpoint=checkpoint, clock=clock,
+                       receipt_timeout=5.0, hold=FAST.relay_hold)
+
+    def late_relayer(self) -> Relayer:
+        """A relayer whose revokes waited past their hold: it sends them whatever charges
+        accepted before them still wait (how those charges then fail on chain)."""
+        later = utcnow() + FAST.relay_hold + timedelta(minutes=1)
+        return self.relayer(clock=lambda: later)
 
     def worker(self, checkpoint: Checkpoint = no_checkpoint,
                policy: BatchPolicy = FAST) -> SettlementWorker:
