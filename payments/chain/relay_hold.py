@@ -24,10 +24,10 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from payments.ledger.models import Authorization, Charge, SettlementStatus
+from payments.ledger.earlier_charges import earlier_amounts, total_reaching
+from payments.ledger.models import SettlementStatus
 
 _BEFORE_ATTEMPT = (SettlementStatus.QUEUED, SettlementStatus.SETTLING)
 
@@ -58,19 +58,7 @@ def hold(session: Session, relay: Lowering, now: datetime, limit: timedelta) -> 
 
 def charges_left_short(session: Session, relay: Lowering) -> bool:
     """Whether the charges on the owner's earlier budgets still before their settlement
-    attempt come to more than the allowance the relay sets. Added up here, not by the
-    database: a sum over several budgets may pass BIGINT (SQLite raises on that), and the
-    first rows usually decide."""
-    amounts = session.scalars(
-        select(Charge.amount_atomic)
-        .join(Authorization, Authorization.id == Charge.authorization_id)
-        .where(Authorization.owner_wallet == relay.owner,
-               Authorization.spender == relay.spender,
-               Authorization.nonce < relay.nonce,
-               Charge.settlement_status.in_(_BEFORE_ATTEMPT)))
-    total = 0
-    for amount in amounts:
-        total += amount
-        if total > relay.value:
-            return True
-    return False
+    attempt come to more than the allowance the relay sets."""
+    amounts = earlier_amounts(session, relay.owner, relay.spender, relay.nonce,
+                              _BEFORE_ATTEMPT)
+    return total_reaching(amounts, relay.value + 1) > relay.value

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 from payments.chain.params import ChainParams
 from payments.dbapi import Compiled
 from payments.errors import ApiError
+from payments.ledger.earlier_charges import earlier_amounts, total_reaching
 from payments.ledger.models import (
     Authorization,
     AuthorizationStatus,
@@ -136,18 +137,11 @@ def recount_carried(session: Session, authorization: Authorization) -> None:
     carried = authorization.spent_atomic - own
     if carried <= 0:
         return
-    earlier = session.scalars(
-        select(Charge.amount_atomic)
-        .join(Authorization, Authorization.id == Charge.authorization_id)
-        .where(Authorization.owner_wallet == authorization.owner_wallet,
-               Authorization.spender == authorization.spender,
-               Authorization.nonce < authorization.nonce,
-               Charge.settlement_status.in_(_UNSETTLED)))
-    still = 0
-    for amount in earlier:  # added up here: over several budgets it may pass BIGINT
-        still += amount
-        if still >= carried:
-            return
+    earlier = earlier_amounts(session, authorization.owner_wallet, authorization.spender,
+                              authorization.nonce, _UNSETTLED)
+    still = total_reaching(earlier, carried)
+    if still >= carried:
+        return
     authorization.spent_atomic = own + still
 
 
