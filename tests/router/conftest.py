@@ -7,9 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.db import make_engine, make_sessionmaker
+from tests.support.browser import BrowserSession, browser_session, chromium
 from tests.support.router import RouterFactory, RunningRouter, router_factory, router_settings
 
 __all__ = ["RouterFactory", "RunningRouter", "router_settings"]
@@ -34,3 +36,17 @@ def proxy_sessions(proxy_db_url: str) -> Iterator[sessionmaker[Session]]:
 def start_proxy_router(proxy_db_url: str) -> RouterFactory:
     """Like ``start_router`` but on SQLite only; pair with ``proxy_sessions``."""
     return router_factory(proxy_db_url)
+
+
+# Real Chromium for the router's page tests: one browser per test module, a fresh context
+# per test (tests/support/browser.py).
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def chrome(browser: Browser) -> Iterator[BrowserSession]:
+    with browser_session(browser) as opened:
+        yield opened

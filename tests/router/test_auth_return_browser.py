@@ -17,7 +17,6 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from aiohttp import web
-from playwright.sync_api import Browser
 from sqlalchemy.orm import Session, sessionmaker
 
 from payments.models import DomainRequestStatus
@@ -26,8 +25,6 @@ from tests.router.conftest import RouterFactory, RunningRouter
 from tests.support.browser import (
     BrowserSession,
     assert_clean,
-    browser_session,
-    chromium,
     screenshot,
     wait_for,
 )
@@ -93,18 +90,6 @@ def origin() -> Iterator[Origin]:
     app.router.add_route("*", "/{tail:.*}", handle)
     with AiohttpServer(app) as server:
         yield Origin(server, seen)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def chrome(browser: Browser) -> Iterator[BrowserSession]:
-    with browser_session(browser) as opened:
-        yield opened
 
 
 def runtime(router: RunningRouter, slug: str, path: str = "/") -> str:

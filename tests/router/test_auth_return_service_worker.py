@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 
 import pytest
 from aiohttp import web
-from playwright.sync_api import Browser
 from sqlalchemy.orm import Session, sessionmaker
 
 from tests.factories import add_app
 from tests.router.conftest import RouterFactory
 from tests.router.test_auth_return_browser import CODE, STORAGE_KEY, return_path, runtime
-from tests.support.browser import BrowserSession, browser_session, chromium
+from tests.support.browser import BrowserSession
 from tests.support.servers import AiohttpServer
 
 # The app's pages: one registering a worker for the whole origin, which answers every
@@ -64,18 +63,6 @@ def origin() -> Iterator[Origin]:
     app.router.add_route("GET", "/{tail:.*}", handle)
     with AiohttpServer(app) as server:
         yield Origin(server, seen)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def chrome(browser: Browser) -> Iterator[BrowserSession]:
-    with browser_session(browser) as opened:
-        yield opened
 
 
 def test_an_apps_worker_answers_its_own_return_page_and_no_other_apps(
