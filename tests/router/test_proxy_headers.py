@@ -114,24 +114,34 @@ def answering_with(headers: tuple[tuple[str, str], ...]) -> Callable[
     return handler
 
 
+def answer_through_router(start_proxy_router: RouterFactory,
+                          proxy_sessions: sessionmaker[Session],
+                          headers: tuple[tuple[str, str], ...], size: int) -> httpx.Response:
+    """What a client of the router gets from an origin :func:`answering_with` ``headers``
+    and ``size`` bytes (checked whole)."""
+    with aiohttp_origin(("GET", "/", answering_with(headers))) as origin, \
+            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
+            router.client("game") as client:
+        response = client.get("/", params={"size": size})
+    assert response.status_code == 200
+    assert len(response.content) == size
+    return response
+
+
 # "cookies" (and "*", which includes it) clears the cookies of the whole registrable
 # domain, the portal's and the console's sessions too; the rest stays on the origin.
-site_data_clearer = answering_with(tuple(
+SITE_DATA_CLEARING = tuple(
     ("Clear-Site-Data", value) for value in ('"cookies", "storage"', '"*"',
                                              ' "cache" ,"executionContexts"', '"cookies"',
-                                             '"Cookies", "clientHints"')))
+                                             '"Cookies", "clientHints"'))
 
 
 @pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
 def test_clear_site_data_never_clears_cookies(start_proxy_router: RouterFactory,
                                               proxy_sessions: sessionmaker[Session],
                                               size: int) -> None:
-    with aiohttp_origin(("GET", "/", site_data_clearer)) as origin, \
-            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
-            router.client("game") as client:
-        response = client.get("/", params={"size": size})
-    assert response.status_code == 200
-    assert len(response.content) == size
+    response = answer_through_router(start_proxy_router, proxy_sessions,
+                                     SITE_DATA_CLEARING, size)
     # Only the types that stay on the runtime's own origin pass, each line on its own.
     assert response.headers.get_list("clear-site-data") == [
         '"storage"', '"cache", "executionContexts"', '"clientHints"']
@@ -143,19 +153,13 @@ EDGE_CONTROLS = (("X-Accel-Redirect", "/svc-auth-return?app=game&code=forged-cod
                  ("X-Accel-Buffering", "yes"), ("X-Accel-Limit-Rate", "1"),
                  ("X-Accel-Expires", "86400"), ("X-Accel-Charset", "utf-8"))
 
-edge_steering = answering_with((*EDGE_CONTROLS, ("X-Origin", "yes")))
-
 
 @pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
 def test_an_origin_cannot_steer_the_edge_proxy(start_proxy_router: RouterFactory,
                                                proxy_sessions: sessionmaker[Session],
                                                size: int) -> None:
-    with aiohttp_origin(("GET", "/", edge_steering)) as origin, \
-            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
-            router.client("game") as client:
-        response = client.get("/", params={"size": size})
-    assert response.status_code == 200
-    assert len(response.content) == size
+    response = answer_through_router(start_proxy_router, proxy_sessions,
+                                     (*EDGE_CONTROLS, ("X-Origin", "yes")), size)
     assert response.headers["x-origin"] == "yes"
     assert not [name for name in response.headers if name.startswith("x-accel-")]
 
@@ -166,19 +170,13 @@ def test_an_origin_cannot_steer_the_edge_proxy(start_proxy_router: RouterFactory
 ALT_SVC = (("Alt-Svc", 'h3=":8443"; ma=2592000; persist=1'),
            ("Alt-Svc", 'h2="alt.origin.example:443"'), ("alt-svc", "clear"))
 
-advertising = answering_with((*ALT_SVC, ("X-Origin", "yes")))
-
 
 @pytest.mark.parametrize("size", [10, BIG], ids=["whole", "streamed"])
 def test_an_origin_cannot_advertise_alternative_services(start_proxy_router: RouterFactory,
                                                          proxy_sessions: sessionmaker[Session],
                                                          size: int) -> None:
-    with aiohttp_origin(("GET", "/", advertising)) as origin, \
-            proxied(start_proxy_router, proxy_sessions, origin.url) as router, \
-            router.client("game") as client:
-        response = client.get("/", params={"size": size})
-    assert response.status_code == 200
-    assert len(response.content) == size
+    response = answer_through_router(start_proxy_router, proxy_sessions,
+                                     (*ALT_SVC, ("X-Origin", "yes")), size)
     assert response.headers["x-origin"] == "yes"
     assert "alt-svc" not in response.headers
 
