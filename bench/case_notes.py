@@ -97,8 +97,11 @@ PROFILES: dict[int, str] = {
         "its client left). nginx's own whole-run p99 added varies from round to round on "
         "this box, from about 1 to 62 ms in the runs of 2026-11-27 until 14:00 UTC, and "
         "from -0.5 to 29.9 ms in 5 rounds at 21:25 UTC (the router: 15.6 to 62.3, median "
-        "30.1), and from 17.0 to 40.1 ms in the 3 rounds above (2026-11-28 02:00 UTC, the "
-        "router 24.1 to 34.1); the earlier "
+        "30.1), from 17.0 to 40.1 ms in 3 rounds at 2026-11-28 02:00 UTC (the router 24.1 "
+        "to 34.1), from 5.6 to 21.0 ms in 3 rounds at 17:40 UTC (the router 17.9 to 42.6, "
+        "median 26.6; a quiet box, not written) and from 4.2 to 14.4 ms in the 3 rounds "
+        "above (the router 17.9 to 37.2): the router's figure has not grown since "
+        "2026-11-27 with the changes of 2026-11-28; the earlier "
         "measurements, and the changes they led to, are in this file's history."),
 }
 
